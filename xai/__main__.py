@@ -1,0 +1,3 @@
+from xai.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""Every error xai raises, in one place.
+
+Two families that never mix: a ``UsageError`` means the library was called the
+wrong way (fix the code or the configuration); a ``RunError`` means a run failed
+at run time (a provider refused, timed out or sent garbage) and says whether a
+retry may help.
+
+    XaiError
+    ├── UsageError                  you used the library wrong
+    │   ├── ConfigurationError      missing or invalid settings (names the variable)
+    │   └── ToolDefinitionError     a function that cannot become a tool
+    └── RunError                    the run failed
+        ├── ToolError               raised by a tool to send the model a clean error
+        └── ProviderError           the model provider failed (status_code, retryable)
+            ├── AuthenticationError       401 / 403
+            ├── BadRequestError           400 / 404 / 422: the request itself is wrong
+            │   └── ContextTooLongError   the prompt does not fit the model's context
+            ├── RateLimitError            429 (retry_after)            retryable
+            ├── ServerError               5xx                          retryable
+            ├── ProviderTimeoutError      no answer in time (timeout)  retryable
+            ├── ProviderConnectionError   could not connect            retryable
+            └── StreamError               the stream broke after it began
+                └── MalformedStreamError  a chunk that is not valid JSON / protocol
+
+Messages never contain secrets: provider errors pass their text through
+``xai._redact.redact`` before they are stored.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ContextTooLongError",
+    "MalformedStreamError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RateLimitError",
+    "RunError",
+    "ServerError",
+    "StreamError",
+    "ToolDefinitionError",
+    "ToolError",
+    "UsageError",
+    "XaiError",
+]
+
+
+class XaiError(Exception):
+    """Base class of every error raised by xai."""
+
+
+class UsageError(XaiError):
+    """The library was used the wrong way; retrying the same call cannot help."""
+
+
+class ConfigurationError(UsageError):
+    """A required setting is missing or invalid.
+
+    ``variable`` names the environment variable (or argument) to fix, if any.
+    """
+
+    def __init__(self, message: str, *, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class ToolDefinitionError(UsageError):
+    """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
+
+
+class RunError(XaiError):
+    """A run failed at run time. ``retryable`` says whether trying again may succeed."""
+
+    retryable: bool = False
+
+
+class ToolError(RunError):
+    """Raise from inside a tool to return a clean error message to the model.
+
+    The message is sent as the tool's error result; no traceback is attached.
+    """
+
+
+class ProviderError(RunError):
+    """The model provider failed.
+
+    ``status_code`` is the HTTP status when there was one; ``provider`` names the
+    endpoint kind (e.g. ``"openai"``) for logs.
+    """
+
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        provider: str = "openai",
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.provider = provider
+
+
+class AuthenticationError(ProviderError):
+    """The endpoint refused the credentials (401 / 403)."""
+
+
+class BadRequestError(ProviderError):
+    """The endpoint rejected the request as malformed or unsupported."""
+
+
+class ContextTooLongError(BadRequestError):
+    """The request does not fit the model's context window.
+
+    A Session reacts by compacting its history and retrying once.
+    """
+
+
+class RateLimitError(ProviderError):
+    """429: too many requests. ``retry_after`` is the server's hint in seconds, if given."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = 429,
+        provider: str = "openai",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status_code=status_code, provider=provider)
+        self.retry_after = retry_after
+
+
+class ServerError(ProviderError):
+    """The endpoint failed on its side (5xx)."""
+
+    retryable = True
+
+
+class ProviderTimeoutError(ProviderError):
+    """No answer within ``timeout`` seconds."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        timeout: float | None = None,
+        provider: str = "openai",
+    ) -> None:
+        super().__init__(message, status_code=None, provider=provider)
+        self.timeout = timeout
+
+
+class ProviderConnectionError(ProviderError):
+    """The endpoint could not be reached."""
+
+    retryable = True
+
+
+class StreamError(ProviderError):
+    """The response stream broke after it had begun (connection dropped, early end).
+
+    Not retried automatically: part of the answer may already have been shown.
+    """
+
+
+class MalformedStreamError(StreamError):
+    """A stream chunk could not be decoded (invalid JSON or not the expected shape)."""

@@ -1,0 +1,220 @@
+"""Messages, tool calls, usage and results: the values every layer passes around.
+
+All are frozen msgspec Structs, so they are immutable, cheap to build and
+round-trip through JSON (``encode`` / ``decode_message``). Messages form one
+tagged union keyed by ``role``, shaped close to the OpenAI wire format.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "AssistantMessage",
+    "ErrorInfo",
+    "Message",
+    "Origin",
+    "QueryResult",
+    "StopReason",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "decode_message",
+    "decode_messages",
+    "encode",
+    "new_id",
+]
+
+Origin: TypeAlias = Literal["user", "agent", "tool", "system"]
+"""Who produced an input. Only ``user`` input may yield statements about the user."""
+
+
+def new_id() -> str:
+    """A short random id (16 hex chars) for messages, queries and calls."""
+    return os.urandom(8).hex()
+
+
+class StopReason(enum.StrEnum):
+    """Why a Query stopped."""
+
+    END_TURN = "end_turn"
+    """The model finished its answer and asked for no more tools."""
+    LENGTH = "length"
+    """The model hit its output token limit."""
+    CONTENT_FILTER = "content_filter"
+    """The provider withheld the answer."""
+    MAX_ROUNDS = "max_rounds"
+    """The model still wanted tools when the round limit was reached."""
+    CANCELLED = "cancelled"
+    """The Query was cancelled; partial output is kept and marked interrupted."""
+    ERROR = "error"
+    """A provider error ended the Query; see ``QueryResult.error``."""
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token counts, summed with ``+``. ``requests`` counts model calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    """A call the model asked for. ``arguments`` is the raw JSON text the model sent."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    """What a provider tells the model about one tool: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role"):
+    id: str = msgspec.field(default_factory=new_id)
+
+
+class SystemMessage(_Message, tag="system"):
+    content: str
+
+
+class UserMessage(_Message, tag="user"):
+    """An input. ``origin`` records who produced it (see ``Origin``)."""
+
+    content: str
+    origin: Origin = "user"
+
+
+class AssistantMessage(_Message, tag="assistant"):
+    """One round's answer. ``interrupted`` marks partial text kept after a cancel or a broken stream."""
+
+    content: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    interrupted: bool = False
+
+
+class ToolMessage(_Message, tag="tool"):
+    """The result of one tool call as the model will see it.
+
+    ``synthetic`` marks a result made up by xai for a call that never finished
+    (cancelled, interrupted by a crash, or not run because of the round limit),
+    so that every tool call in a history has its result.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+    synthetic: bool = False
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The uniform record of one tool call, whatever happened.
+
+    ``arguments`` is the parsed JSON object when the model sent valid JSON, else
+    the raw text. ``result`` is the tool's return value in JSON-compatible form
+    (``None`` on failure); ``content`` is the text the model sees, clamped to the
+    tool set's size limit (``truncated`` says so).
+    """
+
+    call_id: str
+    tool_name: str
+    success: bool
+    arguments: dict[str, Any] | str
+    result: Any = None
+    error: str | None = None
+    content: str = ""
+    truncated: bool = False
+    duration_ms: float = 0.0
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A serialisable description of an exception (type name, message, retryable, status)."""
+
+    type: str
+    message: str
+    retryable: bool = False
+    status_code: int | None = None
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        return cls(
+            type=type(exc).__name__,
+            message=str(exc),
+            retryable=bool(getattr(exc, "retryable", False)),
+            status_code=getattr(exc, "status_code", None),
+        )
+
+
+class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one Query returns: why it stopped, what it produced, what it cost."""
+
+    query_id: str
+    stop_reason: StopReason
+    messages: tuple[Message, ...] = ()
+    """The messages the Query produced, in commit order (assistant rounds and tool results)."""
+    usage: Usage = Usage()
+    rounds: int = 0
+    error: ErrorInfo | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message (the final answer), or ``""``."""
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage):
+                return message.content
+        return ""
+
+    @property
+    def tool_results(self) -> tuple[ToolMessage, ...]:
+        return tuple(m for m in self.messages if isinstance(m, ToolMessage))
+
+
+_message_decoder = msgspec.json.Decoder(Message)
+_messages_decoder = msgspec.json.Decoder(list[Message])
+_encoder = msgspec.json.Encoder()
+
+
+def encode(value: Any) -> bytes:
+    """Encode any message, result or event to JSON bytes."""
+    return _encoder.encode(value)
+
+
+def decode_message(data: bytes | str) -> Message:
+    return _message_decoder.decode(data)
+
+
+def decode_messages(data: bytes | str) -> list[Message]:
+    return _messages_decoder.decode(data)

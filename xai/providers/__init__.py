@@ -1,0 +1,36 @@
+"""Model providers: the streaming protocol and the OpenAI-compatible implementation."""
+
+from xai.providers._openai import OpenAIProvider, map_error, to_wire_messages
+from xai.providers._protocol import (
+    FinishReason,
+    Provider,
+    ProviderEvent,
+    ProviderRequest,
+    StreamFinished,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallChunk,
+    ToolCallReady,
+    UsageReport,
+)
+from xai.providers._retry import RetryPolicy, parse_retry_after
+from xai.providers._wire import decode_stream
+
+__all__ = [
+    "FinishReason",
+    "OpenAIProvider",
+    "Provider",
+    "ProviderEvent",
+    "ProviderRequest",
+    "RetryPolicy",
+    "StreamFinished",
+    "TextChunk",
+    "ThinkingChunk",
+    "ToolCallChunk",
+    "ToolCallReady",
+    "UsageReport",
+    "decode_stream",
+    "map_error",
+    "parse_retry_after",
+    "to_wire_messages",
+]

@@ -1,0 +1,256 @@
+"""The real provider: OpenAI Chat Completions through the official ``openai`` SDK.
+
+The SDK does what it is good at (auth, base URL, HTTP, typed HTTP errors);
+xai decodes the stream itself (``_wire``) and owns the retry loop, so a retry
+never happens after any part of an answer has been handed on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anyio
+import httpx2
+import openai
+
+from xai._redact import redact
+from xai.config import LLMConfig
+from xai.exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ContextTooLongError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+    StreamError,
+)
+from xai.logs import get_logger
+from xai.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from xai.providers._protocol import ProviderEvent, ProviderRequest
+from xai.providers._retry import RetryPolicy, parse_retry_after
+from xai.providers._wire import decode_stream
+
+__all__ = ["OpenAIProvider", "to_wire_messages"]
+
+_log = get_logger(__name__)
+
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+)
+
+
+def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """Messages in the Chat Completions shape. Thinking is not sent back (providers reject it)."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            wire.append({"role": "user", "content": message.content})
+        elif isinstance(message, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ]
+            elif entry["content"] is None:
+                entry["content"] = ""
+            wire.append(entry)
+        elif isinstance(message, ToolMessage):
+            wire.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        elif isinstance(message, SystemMessage):
+            wire.append({"role": "system", "content": message.content})
+    return wire
+
+
+def _wire_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+            },
+        }
+        for spec in tools
+    ]
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(exc.message)
+
+
+def _error_code(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            return str(inner.get("code") or inner.get("type") or "")
+    return ""
+
+
+def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
+    """Translate an SDK or transport exception into xai's typed provider errors."""
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeoutError(
+            f"the model endpoint did not answer within {timeout}s", timeout=timeout
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+        return ProviderConnectionError(redact(f"could not reach the model endpoint{detail}"))
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        text = redact(f"HTTP {status} from the model endpoint: {_error_message(exc)}")
+        if status == 429:
+            return RateLimitError(text, retry_after=parse_retry_after(exc.response.headers))
+        if status in (401, 403):
+            return AuthenticationError(text, status_code=status)
+        if status >= 500:
+            return ServerError(text, status_code=status)
+        haystack = f"{_error_code(exc)} {_error_message(exc)}".lower()
+        if status in (400, 413, 422) and any(m in haystack for m in _CONTEXT_MARKERS):
+            return ContextTooLongError(text, status_code=status)
+        return BadRequestError(text, status_code=status)
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderTimeoutError(
+            f"the model endpoint stopped sending within {timeout}s", timeout=timeout
+        )
+    if isinstance(exc, httpx2.HTTPError):
+        return StreamError(redact(f"the response stream broke: {type(exc).__name__}: {exc}"))
+    return ProviderError(redact(f"unexpected provider failure: {type(exc).__name__}: {exc}"))
+
+
+class OpenAIProvider:
+    """Streams Chat Completions from any OpenAI-compatible endpoint.
+
+    Build it from an ``LLMConfig`` (``OpenAIProvider.from_env()`` reads
+    ``LLM_*``) or hand it a ready ``openai.AsyncOpenAI`` client. Retryable
+    failures (429, 5xx, timeouts, refused connections) are retried with
+    backoff that honours ``Retry-After``, but only before the first event of
+    an answer has been yielded.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        retry: RetryPolicy | None = None,
+        include_usage: bool = True,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        config = (config if config is not None else LLMConfig.from_env()).validated()
+        self._config = config
+        self._model: str = config.model
+        self._retry = retry if retry is not None else RetryPolicy(max_retries=config.max_retries)
+        self._include_usage = include_usage
+        self._extra_body = dict(extra_body) if extra_body else None
+        self._owns_client = client is None
+        self._client = client or openai.AsyncOpenAI(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,  # our own loop retries, and only before anything was streamed
+        )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> OpenAIProvider:
+        return cls(LLMConfig.from_env(env, **overrides))
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def config(self) -> LLMConfig:
+        return self._config
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> OpenAIProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _params(self, request: ProviderRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model or self._model,
+            "messages": to_wire_messages(request.messages),
+            "stream": True,
+        }
+        if self._include_usage:
+            params["stream_options"] = {"include_usage": True}
+        if request.tools:
+            params["tools"] = _wire_tools(request.tools)
+        if request.max_tokens is not None:
+            params["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.response_format is not None:
+            params["response_format"] = request.response_format
+        if self._extra_body:
+            params["extra_body"] = self._extra_body
+        return params
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        params = self._params(request)
+        create = self._client.chat.completions.with_streaming_response.create
+        attempt = 0
+        while True:
+            started = False
+            try:
+                async with create(**params) as response:
+                    async for event in decode_stream(response.http_response.aiter_bytes()):
+                        started = True
+                        yield event
+                return
+            except ProviderError:
+                raise
+            except (openai.APIError, httpx2.HTTPError) as exc:
+                error = map_error(exc, timeout=self._config.timeout)
+                if started or not error.retryable:
+                    raise error from None
+                attempt += 1
+                hint = error.retry_after if isinstance(error, RateLimitError) else None
+                delay = self._retry.delay(attempt, hint)
+                if delay is None:
+                    raise error from None
+                _log.warning(
+                    "provider.retry",
+                    attempt=attempt,
+                    delay=round(delay, 3),
+                    error=type(error).__name__,
+                    status=error.status_code,
+                )
+                await anyio.sleep(delay)

@@ -1,0 +1,407 @@
+"""The stateless Query: one request to the model, run to a terminal stop.
+
+submit → aggregate the stream → run the requested tools concurrently (inside
+the Query's own task group) → append their results → submit again, until the
+model ends its turn, runs out of length or rounds, the Query is cancelled, or
+the provider fails. Each finished message is announced (``MessageCommitted``)
+the moment it is final, and ``QueryDone`` always ends the event stream.
+
+A Query knows nothing of Sessions, Agents, memory or compaction: it gets an
+immutable view of the conversation, a provider, a tool set and a config, and
+keeps its scratch in a private per-run object. Context a tool needs travels in
+the tool set (``ToolSet(context=...)``), never through this API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import ObjectSendStream
+
+from xai.events import (
+    MessageCommitted,
+    QueryDone,
+    QueryEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from xai.exceptions import ProviderError, StreamError
+from xai.logs import bind_ids, get_logger
+from xai.messages import (
+    AssistantMessage,
+    ErrorInfo,
+    Message,
+    QueryResult,
+    StopReason,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    new_id,
+)
+from xai.providers import (
+    FinishReason,
+    Provider,
+    ProviderRequest,
+    StreamFinished,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallReady,
+    UsageReport,
+)
+from xai.tools import Tool, ToolSet
+
+__all__ = ["CancelToken", "Observer", "Query", "QueryConfig", "run_query", "run_query_sync"]
+
+_log = get_logger(__name__)
+
+Observer = Callable[[QueryEvent], object]
+"""A synchronous callable given every event. It must not block; exceptions are logged and ignored."""
+
+INTERRUPTED_TOOL_TEXT = "[interrupted: the tool call was cancelled before it returned a result]"
+ROUND_LIMIT_TOOL_TEXT = "[not run: the query reached its round limit before this call could run]"
+
+
+class QueryConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How far one Query may go."""
+
+    max_rounds: int = 10
+    """Model requests per Query; tools asked for in the last allowed round are not run."""
+    max_tokens: int | None = None
+    """Output token limit per round (``max_tokens`` on the wire)."""
+    temperature: float | None = None
+    response_format: dict[str, Any] | None = None
+    """Passed to the provider unchanged (e.g. ``{"type": "json_object"}``)."""
+    tool_timeout: float | None = 60.0
+    """Seconds one tool call may take before it becomes an error result (``None``: no limit)."""
+    tool_concurrency: int = 8
+    """Tool calls of one round that may run at the same time."""
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        if self.tool_concurrency < 1:
+            raise ValueError("tool_concurrency must be at least 1")
+
+
+class CancelToken:
+    """Cancels a running Query from any task; the Query then returns a cancelled result.
+
+    (Cancelling the task that awaits ``Query.run`` works too: the Query still
+    emits ``QueryDone`` and then lets the cancellation propagate.)
+    """
+
+    __slots__ = ("_requested", "_scope")
+
+    def __init__(self) -> None:
+        self._scope: anyio.CancelScope | None = None
+        self._requested = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._requested
+
+    def cancel(self) -> None:
+        self._requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _bind(self, scope: anyio.CancelScope) -> None:
+        self._scope = scope
+        if self._requested:
+            scope.cancel()
+
+
+class Query:
+    """Runs requests against ``provider`` with ``tools`` under ``config``. Reusable and stateless."""
+
+    __slots__ = ("config", "provider", "tools")
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+        config: QueryConfig | None = None,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools if isinstance(tools, ToolSet) else ToolSet(tools or ())
+        self.config = config if config is not None else QueryConfig()
+
+    async def run(
+        self,
+        messages: Sequence[Message],
+        input: str | Message | None = None,
+        *,
+        observers: Sequence[Observer] = (),
+        channel: ObjectSendStream[QueryEvent] | None = None,
+        cancel: CancelToken | None = None,
+        query_id: str | None = None,
+    ) -> QueryResult:
+        """Run to a terminal stop and return the result.
+
+        ``messages`` is the conversation so far (not modified); ``input`` is
+        appended to it for this run (a string becomes a user message). Events
+        go to every observer (synchronously, in order) and then to ``channel``
+        (awaited, so a bounded channel applies back-pressure by its owner's
+        choice).
+        """
+        history = list(messages)
+        if input is not None:
+            history.append(UserMessage(content=input) if isinstance(input, str) else input)
+        run = _Run(self, history, tuple(observers), channel, query_id or new_id())
+        with bind_ids(query_id=run.query_id):
+            return await run.execute(cancel)
+
+
+class _Run:
+    """The scratch of one Query run; nothing here outlives ``Query.run``."""
+
+    __slots__ = (
+        "channel",
+        "history",
+        "observers",
+        "pending",
+        "produced",
+        "query",
+        "query_id",
+        "round",
+        "streaming",
+        "text",
+        "thinking",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        query: Query,
+        history: list[Message],
+        observers: tuple[Observer, ...],
+        channel: ObjectSendStream[QueryEvent] | None,
+        query_id: str,
+    ) -> None:
+        self.query = query
+        self.history = history
+        self.observers = observers
+        self.channel = channel
+        self.query_id = query_id
+        self.produced: list[Message] = []
+        self.usage = Usage()
+        self.round = 0
+        self.streaming = False
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.pending: dict[int, ToolCall] = {}
+
+    async def publish(self, event: QueryEvent) -> None:
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:
+                _log.exception("query.observer_failed", observer=repr(observer))
+        if self.channel is not None:
+            await self.channel.send(event)
+
+    async def commit(self, message: Message) -> None:
+        # Recorded before anyone is told, so a cancel while publishing cannot lose it.
+        self.history.append(message)
+        self.produced.append(message)
+        await self.publish(
+            MessageCommitted(query_id=self.query_id, round=self.round, message=message)
+        )
+
+    async def execute(self, token: CancelToken | None) -> QueryResult:
+        outcome: tuple[StopReason, ErrorInfo | None] | None = None
+        scope = anyio.CancelScope()
+        if token is not None:
+            token._bind(scope)
+        try:
+            with scope:
+                outcome = await self.loop()
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside: keep the contract, then let the cancellation go on.
+            with anyio.CancelScope(shield=True):
+                await self.salvage()
+                await self.finish(StopReason.CANCELLED, None)
+            raise
+        except Exception as exc:
+            _log.exception("query.crashed")
+            with anyio.CancelScope(shield=True):
+                await self.salvage()
+            outcome = (StopReason.ERROR, ErrorInfo.from_exception(exc))
+        finally:
+            if token is not None:
+                token._scope = None
+        if outcome is None:  # our own scope was cancelled through the token
+            await self.salvage()
+            outcome = (StopReason.CANCELLED, None)
+        return await self.finish(*outcome)
+
+    async def finish(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
+        result = QueryResult(
+            query_id=self.query_id,
+            stop_reason=stop,
+            messages=tuple(self.produced),
+            usage=self.usage,
+            rounds=self.round,
+            error=error,
+        )
+        await self.publish(QueryDone(query_id=self.query_id, round=self.round, result=result))
+        return result
+
+    async def salvage(self) -> None:
+        """Make what was produced a valid history: keep partial text, answer open tool calls."""
+        if self.streaming:
+            self.streaming = False
+            if self.text or self.thinking:
+                await self.commit(
+                    AssistantMessage(
+                        content="".join(self.text),
+                        thinking="".join(self.thinking),
+                        interrupted=True,
+                    )
+                )
+        for call in list(self.pending.values()):
+            await self.commit(_synthetic(call, INTERRUPTED_TOOL_TEXT))
+        self.pending.clear()
+
+    async def loop(self) -> tuple[StopReason, ErrorInfo | None]:
+        config = self.query.config
+        specs = self.query.tools.specs
+        while True:
+            self.round += 1
+            request = ProviderRequest(
+                messages=tuple(self.history),
+                tools=specs,
+                max_tokens=config.max_tokens,
+                temperature=config.temperature,
+                response_format=config.response_format,
+            )
+            try:
+                message, finish = await self.stream_round(request)
+            except ProviderError as exc:
+                _log.warning("query.provider_failed", error=type(exc).__name__, round=self.round)
+                await self.salvage()
+                return StopReason.ERROR, ErrorInfo.from_exception(exc)
+            await self.commit(message)
+            if finish == "length":
+                return StopReason.LENGTH, None
+            if not message.tool_calls:
+                if finish == "content_filter":
+                    return StopReason.CONTENT_FILTER, None
+                return StopReason.END_TURN, None
+            if self.round >= config.max_rounds:
+                for call in message.tool_calls:
+                    await self.commit(_synthetic(call, ROUND_LIMIT_TOOL_TEXT))
+                return StopReason.MAX_ROUNDS, None
+            await self.run_tools(message.tool_calls)
+
+    async def stream_round(self, request: ProviderRequest) -> tuple[AssistantMessage, FinishReason]:
+        self.streaming = True
+        self.text = text = []
+        self.thinking = thinking = []
+        calls: list[ToolCall] = []
+        usage: Usage | None = None
+        finish: FinishReason | None = None
+        query_id, round_ = self.query_id, self.round
+        try:
+            async with aclosing(self.query.provider.stream(request)) as events:
+                async for event in events:
+                    if type(event) is TextChunk:
+                        text.append(event.text)
+                        await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
+                    elif type(event) is ThinkingChunk:
+                        thinking.append(event.text)
+                        await self.publish(
+                            ThinkingDelta(query_id=query_id, round=round_, text=event.text)
+                        )
+                    elif type(event) is ToolCallReady:
+                        calls.append(event.call)
+                    elif type(event) is UsageReport:
+                        usage = event.usage
+                    elif type(event) is StreamFinished:
+                        finish = event.reason
+        finally:
+            self.usage = self.usage + (usage if usage is not None else Usage(requests=1))
+        if finish is None:
+            raise StreamError("the provider's stream ended without finishing")
+        self.streaming = False
+        if finish == "length":
+            calls = []  # arguments cut off by the length limit are not a call anyone can run
+        return (
+            AssistantMessage(
+                content="".join(text), thinking="".join(thinking), tool_calls=tuple(calls)
+            ),
+            finish,
+        )
+
+    async def run_tools(self, calls: tuple[ToolCall, ...]) -> None:
+        self.pending = dict(enumerate(calls))
+        limiter = anyio.CapacityLimiter(self.query.config.tool_concurrency)
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                group.start_soon(self.run_tool, index, call, limiter)
+
+    async def run_tool(self, index: int, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
+        async with limiter:
+            await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
+            result = await self.query.tools.call(call, timeout=self.query.config.tool_timeout)
+        del self.pending[index]
+        message = ToolMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=result.content,
+            is_error=not result.success,
+        )
+        self.history.append(message)
+        self.produced.append(message)
+        await self.publish(ToolCallFinished(query_id=self.query_id, round=self.round, result=result))
+        await self.publish(
+            MessageCommitted(query_id=self.query_id, round=self.round, message=message)
+        )
+
+
+def _synthetic(call: ToolCall, text: str) -> ToolMessage:
+    return ToolMessage(
+        tool_call_id=call.id, tool_name=call.name, content=text, is_error=True, synthetic=True
+    )
+
+
+async def run_query(
+    messages: Sequence[Message] | str,
+    *,
+    provider: Provider,
+    tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+    config: QueryConfig | None = None,
+    observers: Sequence[Observer] = (),
+) -> QueryResult:
+    """Run one Query from a list of messages (or a single user prompt) — for scripts and batches."""
+    query = Query(provider, tools=tools, config=config)
+    if isinstance(messages, str):
+        return await query.run((), messages, observers=observers)
+    return await query.run(messages, observers=observers)
+
+
+def run_query_sync(
+    messages: Sequence[Message] | str,
+    *,
+    provider: Provider,
+    tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+    config: QueryConfig | None = None,
+    observers: Sequence[Observer] = (),
+    backend: str = "asyncio",
+) -> QueryResult:
+    """``run_query`` for code that has no event loop of its own."""
+
+    async def main() -> QueryResult:
+        return await run_query(
+            messages, provider=provider, tools=tools, config=config, observers=observers
+        )
+
+    return anyio.run(main, backend=backend)

@@ -1,0 +1,50 @@
+"""``python -m xai.testing serve --script FILE``: run the OpenAI-wire test server."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import msgspec
+
+from xai.testing._script import Script
+from xai.testing._server import OpenAIWireServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m xai.testing",
+        description="Serve scripted OpenAI-compatible replies on this machine.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the OpenAI-wire test server until interrupted")
+    serve.add_argument("--script", type=Path, help="JSON file with a Script (replies, rules, default)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    serve.add_argument("--model", default="xai-scripted")
+    serve.add_argument("--api-key", help="demand this key from clients")
+    args = parser.parse_args(argv)
+
+    script = None
+    if args.script is not None:
+        try:
+            script = msgspec.json.decode(args.script.read_bytes(), type=Script)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            print(f"error: cannot load script {args.script}: {exc}", file=sys.stderr)
+            return 2
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with OpenAIWireServer(
+        script, host=args.host, port=args.port, model=args.model, api_key=args.api_key
+    ) as server:
+        print(f"listening on {server.base_url}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

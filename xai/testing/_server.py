@@ -1,0 +1,366 @@
+"""A real HTTP server that speaks the OpenAI wire protocol, for tests, demos and benchmarks.
+
+Starlette app served by uvicorn on 127.0.0.1 (ephemeral port by default) in a
+thread of its own, so it serves the same whether the test runs on asyncio or
+trio. Replies come from a script (``Scripted``); faults are injected per reply;
+every request is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import anyio
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from xai.config import LLMConfig
+from xai.messages import new_id
+from xai.testing._render import estimate_usage, finish_reason, hash_embedding, pieces
+from xai.testing._script import (
+    Delay,
+    DropConnection,
+    HttpError,
+    MalformedChunk,
+    Reply,
+    Rule,
+    Script,
+    Scripted,
+    ScriptExhausted,
+)
+
+__all__ = ["OpenAIWireServer", "RecordedRequest"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+class RecordedRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One request as the server received it."""
+
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    received_at: float
+
+
+class _InjectedDrop(Exception):
+    """Raised inside a streaming body to make uvicorn cut the connection."""
+
+
+class _QuietInjectedDrops(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, _InjectedDrop)
+
+
+def _error(status: int, message: str, *, code: str | None = None, kind: str = "server_error") -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": code}}, status_code=status
+    )
+
+
+class OpenAIWireServer:
+    """``/v1/chat/completions`` (JSON and SSE), ``/v1/embeddings`` and ``/v1/models``.
+
+    Use as a context manager (sync or async), as the ``openai_server`` pytest
+    fixture, or from the command line (``python -m xai.testing serve``).
+    ``api_key`` makes the server demand that key (and echo it in its 401, to
+    prove clients never log it).
+    """
+
+    def __init__(
+        self,
+        script: Script | Iterable[Reply] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = "xai-scripted",
+        api_key: str | None = None,
+        embedding_dim: int = 64,
+        send_usage: bool = True,
+    ) -> None:
+        self.script = Scripted(script)
+        self.send_usage = send_usage
+        """False emulates servers that ignore ``stream_options.include_usage``."""
+        self.host = host
+        self.port = port
+        self.model = model
+        self.api_key = api_key
+        self.embedding_dim = embedding_dim
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/health", self._health, methods=["GET"]),
+            ]
+        )
+
+    # -- scripting ---------------------------------------------------------------
+
+    def push(self, *replies: Reply) -> None:
+        self.script.push(*replies)
+
+    def add_rule(self, rule: Rule) -> None:
+        self.script.add_rule(rule)
+
+    def reset(self) -> None:
+        """Forget the script and the recorded requests (the pytest fixture does this per test)."""
+        self.script.reset()
+        with self._lock:
+            self.requests.clear()
+
+    def chat_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # -- addresses ---------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def llm_config(self, **overrides: Any) -> LLMConfig:
+        values: dict[str, Any] = {
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": self.api_key or "test-key",
+            "timeout": 10.0,
+            "max_retries": 2,
+        }
+        values.update(overrides)
+        return LLMConfig(**values)
+
+    def provider(self, **overrides: Any) -> Any:
+        """An ``OpenAIProvider`` (real ``openai`` client) pointed at this server."""
+        from xai.providers import OpenAIProvider
+
+        return OpenAIProvider(self.llm_config(**overrides))
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> OpenAIWireServer:
+        import uvicorn
+
+        logging.getLogger("uvicorn.error").addFilter(_QuietInjectedDrops())
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            loop="asyncio",
+            http="h11",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="xai-wire-server", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 15
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the OpenAI-wire test server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> OpenAIWireServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> OpenAIWireServer:
+        return await anyio.to_thread.run_sync(self.start)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await anyio.to_thread.run_sync(self.stop)
+
+    # -- endpoints ---------------------------------------------------------------
+
+    async def _record(self, request: Request) -> dict[str, Any] | Response:
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw) if raw else {}
+        except msgspec.DecodeError:
+            return _error(400, "request body is not valid JSON", kind="invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "request body must be a JSON object", kind="invalid_request_error")
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(
+                    path=request.url.path,
+                    body=body,
+                    headers=dict(request.headers),
+                    received_at=time.time(),
+                )
+            )
+        if self.api_key is not None:
+            sent = request.headers.get("authorization", "")
+            if sent != f"Bearer {self.api_key}":
+                shown = sent.removeprefix("Bearer ")
+                return _error(
+                    401,
+                    f"Incorrect API key provided: {shown}.",
+                    code="invalid_api_key",
+                    kind="invalid_request_error",
+                )
+        return body
+
+    async def _health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse(
+            {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "xai"}]}
+        )
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await self._record(request)
+        if isinstance(body, Response):
+            return body
+        inputs = body.get("input", [])
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        if not all(isinstance(t, str) for t in texts):
+            return _error(400, "input must be a string or a list of strings", kind="invalid_request_error")
+        data = [
+            {"object": "embedding", "index": i, "embedding": hash_embedding(t, self.embedding_dim)}
+            for i, t in enumerate(texts)
+        ]
+        tokens = sum(len(t) // 4 + 1 for t in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", self.model),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    async def _chat(self, request: Request) -> Response:
+        body = await self._record(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            reply = self.script.next_reply(body)
+        except ScriptExhausted as exc:
+            return _error(500, str(exc), code="script_exhausted")
+        fault = reply.fault
+        if isinstance(fault, HttpError):
+            headers: dict[str, str] = {}
+            if fault.retry_after is not None:
+                headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
+                headers["retry-after"] = str(math.ceil(fault.retry_after))
+            kind = "rate_limit_error" if fault.status == 429 else "invalid_request_error"
+            return JSONResponse(
+                {"error": {"message": fault.message, "type": kind, "code": fault.code}},
+                status_code=fault.status,
+                headers=headers,
+            )
+        if isinstance(fault, Delay):
+            await anyio.sleep(fault.seconds)
+        model = str(body.get("model") or self.model)
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            include_usage = self.send_usage and bool(options.get("include_usage"))
+            return StreamingResponse(
+                self._sse(body, reply, model, include_usage),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
+        return JSONResponse(self._completion(body, reply, model))
+
+    def _completion(self, body: dict[str, Any], reply: Reply, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.thinking:
+            message[reply.reasoning_field] = reply.thinking
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id or f"call_{new_id()}",
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text},
+                }
+                for call in reply.tool_calls
+            ]
+        return {
+            "id": f"chatcmpl-{new_id()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply)}],
+            "usage": estimate_usage(body, reply),
+        }
+
+    async def _sse(
+        self, body: dict[str, Any], reply: Reply, model: str, include_usage: bool
+    ) -> AsyncIterator[bytes]:
+        head = {
+            "id": f"chatcmpl-{new_id()}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + _encode(data) + b"\n\n"
+
+        fault = reply.fault
+        yield chunk({"role": "assistant", "content": ""})
+        sent = 1
+        for piece in pieces(reply):
+            if isinstance(fault, DropConnection) and sent >= fault.after_chunks:
+                raise _InjectedDrop
+            if isinstance(fault, MalformedChunk) and sent >= fault.after_chunks:
+                yield b"data: " + fault.payload.encode() + b"\n\n"
+                fault = None
+            if reply.chunk_delay:
+                await anyio.sleep(reply.chunk_delay)
+            kind = piece[0]
+            if kind == "text":
+                yield chunk({"content": piece[1]})
+            elif kind == "thinking":
+                yield chunk({reply.reasoning_field: piece[1]})
+            else:
+                _, index, call_id, name, args = piece
+                entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+                if call_id is not None:
+                    entry["id"] = call_id
+                    entry["type"] = "function"
+                    entry["function"]["name"] = name
+                yield chunk({"tool_calls": [entry]})
+            sent += 1
+        if isinstance(fault, DropConnection):
+            raise _InjectedDrop
+        yield chunk({}, finish_reason(reply))
+        if include_usage:
+            usage = {**head, "choices": [], "usage": estimate_usage(body, reply)}
+            yield b"data: " + _encode(usage) + b"\n\n"
+        yield b"data: [DONE]\n\n"

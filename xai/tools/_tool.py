@@ -1,0 +1,219 @@
+"""Turning a typed Python function into a tool: schema from annotations, validated arguments."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
+
+import msgspec
+
+from xai.exceptions import ToolDefinitionError
+from xai.messages import ToolSpec
+
+__all__ = ["Tool", "ToolContext", "tool"]
+
+DepsT = TypeVar("DepsT")
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext(Generic[DepsT]):
+    """What a tool may know about its caller, injected into a parameter annotated with it.
+
+    ``deps`` is whatever the owner of the tool set bound to it (``ToolSet(...,
+    context=...)``): a Session binds its own context here, so tools reach
+    Session or Agent state without anything passing through Query's API.
+    """
+
+    deps: DepsT
+    call_id: str
+    tool_name: str
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google/NumPy-ish docstring into a summary and per-parameter descriptions."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    current: str | None = None
+    in_args = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
+            in_args = True
+            continue
+        if in_args:
+            if stripped.endswith(":") and " " not in stripped:  # next section, e.g. "Returns:"
+                in_args = False
+                current = None
+                continue
+            if set(stripped) == {"-"}:  # NumPy underline
+                continue
+            match = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
+            if match and not line.startswith(" " * 8):
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(2).strip()
+            elif current and stripped:
+                params[current] = f"{params[current]} {stripped}".strip()
+            continue
+        if not params:
+            summary.append(line)
+    text = "\n".join(summary).strip()
+    return text, params
+
+
+def _is_context(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation) or annotation
+    return origin is ToolContext
+
+
+class Tool:
+    """A callable the model can use. Build one with ``@tool`` or ``Tool.from_function``.
+
+    Arguments arrive as JSON text and are decoded by msgspec against a Struct
+    built from the function's signature, so a wrong type, a missing or an
+    unknown argument is caught before the function runs.
+    """
+
+    __slots__ = (
+        "_args_type",
+        "_decoder",
+        "_param_names",
+        "context_param",
+        "description",
+        "function",
+        "is_async",
+        "name",
+        "parameters",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.function = function
+        self.name = name or function.__name__
+        if not _NAME.match(self.name):
+            raise ToolDefinitionError(
+                f"tool name {self.name!r} must be 1-64 characters of letters, digits, '_' or '-'"
+            )
+        self.is_async = inspect.iscoroutinefunction(function)
+        self.timeout = timeout
+        summary, param_docs = _parse_docstring(function.__doc__ or "")
+        self.description = description if description is not None else summary
+        try:
+            hints = typing.get_type_hints(function, include_extras=True)
+        except NameError as exc:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: cannot resolve an annotation ({exc})"
+            ) from None
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        self.context_param: str | None = None
+        for param in inspect.signature(function).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: *args / **kwargs cannot be described to a model"
+                )
+            if param.name not in hints:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: parameter {param.name!r} needs a type annotation"
+                )
+            annotation = hints[param.name]
+            if _is_context(annotation):
+                self.context_param = param.name
+                continue
+            doc = param_docs.get(param.name)
+            if doc:
+                annotation = typing.Annotated[annotation, msgspec.Meta(description=doc)]
+            if param.default is inspect.Parameter.empty:
+                fields.append((param.name, annotation))
+            else:
+                fields.append((param.name, annotation, param.default))
+        self._param_names = tuple(f[0] for f in fields)
+        self._args_type: type[msgspec.Struct] = msgspec.defstruct(
+            f"{self.name}_arguments",
+            fields,
+            kw_only=True,
+            forbid_unknown_fields=True,
+        )
+        self._decoder = msgspec.json.Decoder(self._args_type)
+        try:
+            (schema,), components = msgspec.json.schema_components(
+                [self._args_type], ref_template="#/$defs/{name}"
+            )
+        except TypeError as exc:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: an argument type has no JSON schema ({exc})"
+            ) from None
+        own = components.pop(self._args_type.__name__, schema)
+        own.pop("title", None)
+        if components:
+            own["$defs"] = components
+        self.parameters: dict[str, Any] = own
+
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], **options: Any) -> Tool:
+        return cls(function, **options)
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+        """Decode and validate the model's JSON; raises ``msgspec.DecodeError`` / ``ValidationError``."""
+        decoded = self._decoder.decode(arguments or "{}")
+        return {name: getattr(decoded, name) for name in self._param_names}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (tools stay ordinary functions)."""
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(function: Callable[..., Awaitable[Any]] | Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a typed function, sync or async; use bare or with options.
+
+    The description comes from the docstring's summary, each parameter's from
+    its ``Args:`` entry. A parameter annotated ``ToolContext[...]`` is not shown
+    to the model; it receives the tool set's context at call time. ``timeout``
+    overrides the Query's tool timeout for this tool.
+    """
+
+    def build(fn: Callable[..., Any]) -> Tool:
+        return Tool(fn, name=name, description=description, timeout=timeout)
+
+    if function is not None:
+        return build(function)
+    return build

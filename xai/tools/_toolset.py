@@ -1,0 +1,164 @@
+"""A set of tools and the one place where a tool call is executed."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import anyio
+import msgspec
+
+from xai.exceptions import ToolError
+from xai.logs import get_logger
+from xai.messages import ToolCall, ToolResult, ToolSpec
+from xai.tools._tool import Tool, ToolContext
+
+__all__ = ["DEFAULT_MAX_RESULT_CHARS", "ToolSet", "clamp"]
+
+DEFAULT_MAX_RESULT_CHARS = 20_000
+
+_log = get_logger(__name__)
+_encode = msgspec.json.Encoder().encode
+
+
+def clamp(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to ``limit`` characters, saying how much was dropped."""
+    if len(text) <= limit:
+        return text, False
+    dropped = len(text) - limit
+    return f"{text[:limit]}\n…[truncated {dropped} characters]", True
+
+
+def _render(value: Any) -> tuple[str, Any]:
+    """The text the model sees and the JSON-compatible value for the record."""
+    if isinstance(value, str):
+        return value, value
+    try:
+        return _encode(value).decode(), msgspec.to_builtins(value)
+    except (TypeError, msgspec.EncodeError):
+        text = str(value)
+        return text, text
+
+
+class ToolSet:
+    """Tools by name, the context bound to them, and how big a result may get.
+
+    ``call`` never raises for a tool's failure: an unknown name, arguments
+    that are not JSON or fail validation, an exception or a timeout all come
+    back as a ``ToolResult`` with ``success=False`` and an error the model can
+    read. Sync functions run in a worker thread so they never block the loop.
+    """
+
+    __slots__ = ("_specs", "_tools", "context", "max_result_chars")
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *,
+        context: Any = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            t = item if isinstance(item, Tool) else Tool(item)
+            if t.name in self._tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+        self.context = context
+        self.max_result_chars = max_result_chars
+        self._specs = tuple(t.spec for t in self._tools.values())
+
+    def with_context(self, context: Any) -> ToolSet:
+        """The same tools bound to another context (cheap: tools are shared)."""
+        return ToolSet(
+            self._tools.values(), context=context, max_result_chars=self.max_result_chars
+        )
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self._specs
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def _failure(
+        self, call: ToolCall, arguments: dict[str, Any] | str, error: str, started: float
+    ) -> ToolResult:
+        content, truncated = clamp(f"Error: {error}", self.max_result_chars)
+        return ToolResult(
+            call_id=call.id,
+            tool_name=call.name,
+            success=False,
+            arguments=arguments,
+            error=error,
+            content=content,
+            truncated=truncated,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def call(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
+        """Run one tool call to a uniform record. Cancellation propagates; nothing else does."""
+        started = time.perf_counter()
+        try:
+            raw = msgspec.json.decode(call.arguments or "{}")
+        except msgspec.DecodeError as exc:
+            return self._failure(
+                call, call.arguments, f"arguments are not valid JSON ({exc})", started
+            )
+        arguments: dict[str, Any] | str = raw if isinstance(raw, dict) else call.arguments
+        t = self._tools.get(call.name)
+        if t is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return self._failure(
+                call, arguments, f"unknown tool {call.name!r} (available: {known})", started
+            )
+        if not isinstance(raw, dict):
+            return self._failure(call, arguments, "arguments must be a JSON object", started)
+        try:
+            kwargs = t.parse_arguments(call.arguments)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return self._failure(call, arguments, f"invalid arguments: {exc}", started)
+        if t.context_param is not None:
+            kwargs[t.context_param] = ToolContext(self.context, call.id, t.name)
+        limit = t.timeout if t.timeout is not None else timeout
+        value: Any = None
+        try:
+            with anyio.move_on_after(limit) as deadline:
+                if t.is_async:
+                    value = await t.function(**kwargs)
+                else:
+                    value = await anyio.to_thread.run_sync(
+                        functools.partial(t.function, **kwargs), abandon_on_cancel=True
+                    )
+        except ToolError as exc:
+            return self._failure(call, arguments, str(exc), started)
+        except Exception as exc:
+            _log.warning("tool.failed", tool=t.name, call_id=call.id, exc_info=True)
+            return self._failure(call, arguments, f"{type(exc).__name__}: {exc}", started)
+        if deadline.cancelled_caught:
+            return self._failure(call, arguments, f"timed out after {limit}s", started)
+        text, value = _render(value)
+        content, truncated = clamp(text, self.max_result_chars)
+        if truncated:  # the record stays as small as what the model sees
+            value = content
+        return ToolResult(
+            call_id=call.id,
+            tool_name=t.name,
+            success=True,
+            arguments=arguments,
+            result=value,
+            content=content,
+            truncated=truncated,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
