@@ -30,7 +30,7 @@ from xai.tools import tool
 
 __all__ = ["run_demo"]
 
-_WEATHER = {
+_WEATHER: dict[str, dict[str, Any]] = {
     "paris": {"city": "Paris", "condition": "light rain", "celsius": 14},
     "tokyo": {"city": "Tokyo", "condition": "clear", "celsius": 22},
     "lisbon": {"city": "Lisbon", "condition": "sunny", "celsius": 19},
@@ -123,7 +123,9 @@ async def run_demo(*, env: Mapping[str, str] | None = None, out: TextIO | None =
     config = LLMConfig.from_env(env)
     async with AsyncExitStack() as stack:
         if config.is_configured:
-            print(f"xai demo — live model {config.model!r} at {config.base_url or 'OpenAI'}", file=out)
+            print(
+                f"xai demo — live model {config.model!r} at {config.base_url or 'OpenAI'}", file=out
+            )
         else:
             from xai.testing import OpenAIWireServer, Reply, Rule, ScriptedCall
 

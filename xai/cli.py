@@ -28,7 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-format", choices=("console", "json"), default="console", help="log line format"
     )
-    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default), error")
+    parser.add_argument(
+        "--log-level", default="warning", help="debug, info, warning (default), error"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser(
         "demo",
@@ -53,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return EXIT_FAILED
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -36,29 +36,29 @@ class _QueryEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     round: int
 
 
-class TextDelta(_QueryEvent, tag="text_delta"):
+class TextDelta(_QueryEvent, frozen=True, tag="text_delta"):
     text: str
 
 
-class ThinkingDelta(_QueryEvent, tag="thinking_delta"):
+class ThinkingDelta(_QueryEvent, frozen=True, tag="thinking_delta"):
     text: str
 
 
-class ToolCallStarted(_QueryEvent, tag="tool_call_started"):
+class ToolCallStarted(_QueryEvent, frozen=True, tag="tool_call_started"):
     call: ToolCall
 
 
-class ToolCallFinished(_QueryEvent, tag="tool_call_finished"):
+class ToolCallFinished(_QueryEvent, frozen=True, tag="tool_call_finished"):
     result: ToolResult
 
 
-class MessageCommitted(_QueryEvent, tag="message_committed"):
+class MessageCommitted(_QueryEvent, frozen=True, tag="message_committed"):
     """A message is final. A Session journals it before it shows the event to anyone."""
 
     message: Message
 
 
-class QueryDone(_QueryEvent, tag="query_done"):
+class QueryDone(_QueryEvent, frozen=True, tag="query_done"):
     result: QueryResult
 
 

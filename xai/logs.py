@@ -74,7 +74,7 @@ def configure_logging(
 
 def get_logger(name: str) -> Any:
     """A structlog logger bound with ``component=name``."""
-    return structlog.get_logger().bind(component=name)
+    return structlog.get_logger(component=name)
 
 
 @contextmanager

@@ -102,18 +102,18 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role"):
     id: str = msgspec.field(default_factory=new_id)
 
 
-class SystemMessage(_Message, tag="system"):
+class SystemMessage(_Message, frozen=True, tag="system"):
     content: str
 
 
-class UserMessage(_Message, tag="user"):
+class UserMessage(_Message, frozen=True, tag="user"):
     """An input. ``origin`` records who produced it (see ``Origin``)."""
 
     content: str
     origin: Origin = "user"
 
 
-class AssistantMessage(_Message, tag="assistant"):
+class AssistantMessage(_Message, frozen=True, tag="assistant"):
     """One round's answer. ``interrupted`` marks partial text kept after a cancel or a broken stream."""
 
     content: str = ""
@@ -122,7 +122,7 @@ class AssistantMessage(_Message, tag="assistant"):
     interrupted: bool = False
 
 
-class ToolMessage(_Message, tag="tool"):
+class ToolMessage(_Message, frozen=True, tag="tool"):
     """The result of one tool call as the model will see it.
 
     ``synthetic`` marks a result made up by xai for a call that never finished

@@ -15,7 +15,6 @@ the tool set (``ToolSet(context=...)``), never through this API.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -310,24 +309,29 @@ class _Run:
         usage: Usage | None = None
         finish: FinishReason | None = None
         query_id, round_ = self.query_id, self.round
+        events = self.query.provider.stream(request)
         try:
-            async with aclosing(self.query.provider.stream(request)) as events:
-                async for event in events:
-                    if type(event) is TextChunk:
-                        text.append(event.text)
-                        await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
-                    elif type(event) is ThinkingChunk:
-                        thinking.append(event.text)
-                        await self.publish(
-                            ThinkingDelta(query_id=query_id, round=round_, text=event.text)
-                        )
-                    elif type(event) is ToolCallReady:
-                        calls.append(event.call)
-                    elif type(event) is UsageReport:
-                        usage = event.usage
-                    elif type(event) is StreamFinished:
-                        finish = event.reason
+            async for event in events:
+                if type(event) is TextChunk:
+                    text.append(event.text)
+                    await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
+                elif type(event) is ThinkingChunk:
+                    thinking.append(event.text)
+                    await self.publish(
+                        ThinkingDelta(query_id=query_id, round=round_, text=event.text)
+                    )
+                elif type(event) is ToolCallReady:
+                    calls.append(event.call)
+                elif type(event) is UsageReport:
+                    usage = event.usage
+                elif type(event) is StreamFinished:
+                    finish = event.reason
         finally:
+            # Close the stream now (not whenever it is collected): it holds a connection.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(5, shield=True):
+                    await aclose()
             self.usage = self.usage + (usage if usage is not None else Usage(requests=1))
         if finish is None:
             raise StreamError("the provider's stream ended without finishing")
@@ -351,7 +355,9 @@ class _Run:
     async def run_tool(self, index: int, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
         async with limiter:
             await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
-            result = await self.query.tools.call(call, timeout=self.query.config.tool_timeout)
+            result = await self.query.tools.call(
+                call, default_timeout=self.query.config.tool_timeout
+            )
         del self.pending[index]
         message = ToolMessage(
             tool_call_id=call.id,
@@ -361,7 +367,9 @@ class _Run:
         )
         self.history.append(message)
         self.produced.append(message)
-        await self.publish(ToolCallFinished(query_id=self.query_id, round=self.round, result=result))
+        await self.publish(
+            ToolCallFinished(query_id=self.query_id, round=self.round, result=result)
+        )
         await self.publish(
             MessageCommitted(query_id=self.query_id, round=self.round, message=message)
         )

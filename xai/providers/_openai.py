@@ -8,6 +8,7 @@ never happens after any part of an answer has been handed on.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -169,6 +170,7 @@ class OpenAIProvider:
     ) -> None:
         config = (config if config is not None else LLMConfig.from_env()).validated()
         self._config = config
+        assert config.model is not None  # validated() guarantees it
         self._model: str = config.model
         self._retry = retry if retry is not None else RetryPolicy(max_retries=config.max_retries)
         self._include_usage = include_usage
@@ -230,8 +232,14 @@ class OpenAIProvider:
         while True:
             started = False
             try:
-                async with create(**params) as response:
-                    async for event in decode_stream(response.http_response.aiter_bytes()):
+                async with (
+                    create(**params) as response,
+                    # Close every generator in the chain explicitly: left to the garbage
+                    # collector, trio warns and the connection is released late.
+                    aclosing(response.http_response.aiter_bytes()) as body,
+                    aclosing(decode_stream(body)) as events,
+                ):
+                    async for event in events:
                         started = True
                         yield event
                 return

@@ -42,17 +42,17 @@ class _ProviderEvent(msgspec.Struct, frozen=True, tag_field="type"):
     pass
 
 
-class TextChunk(_ProviderEvent, tag="text"):
+class TextChunk(_ProviderEvent, frozen=True, tag="text"):
     text: str
 
 
-class ThinkingChunk(_ProviderEvent, tag="thinking"):
+class ThinkingChunk(_ProviderEvent, frozen=True, tag="thinking"):
     """Reasoning text (``reasoning_content`` / ``reasoning`` deltas)."""
 
     text: str
 
 
-class ToolCallChunk(_ProviderEvent, tag="tool_call_chunk"):
+class ToolCallChunk(_ProviderEvent, frozen=True, tag="tool_call_chunk"):
     """A piece of a tool call as it streams; ``index`` says which call it belongs to."""
 
     index: int
@@ -61,17 +61,17 @@ class ToolCallChunk(_ProviderEvent, tag="tool_call_chunk"):
     arguments: str
 
 
-class ToolCallReady(_ProviderEvent, tag="tool_call_ready"):
+class ToolCallReady(_ProviderEvent, frozen=True, tag="tool_call_ready"):
     """A tool call assembled from its chunks, emitted once the model has finished."""
 
     call: ToolCall
 
 
-class UsageReport(_ProviderEvent, tag="usage"):
+class UsageReport(_ProviderEvent, frozen=True, tag="usage"):
     usage: Usage
 
 
-class StreamFinished(_ProviderEvent, tag="finished"):
+class StreamFinished(_ProviderEvent, frozen=True, tag="finished"):
     """The last event of a successful stream.
 
     ``raw_reason`` is what the server said (``None`` if it said nothing).

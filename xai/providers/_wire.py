@@ -8,7 +8,7 @@ CPU than a plain SDK loop (see ``bench/overhead.py``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 
@@ -113,7 +113,7 @@ def _usage(raw: _Usage) -> Usage:
     )
 
 
-async def decode_stream(body: AsyncIterator[bytes]) -> AsyncIterator[ProviderEvent]:
+async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
     """Turn the raw bytes of an SSE response into provider events.
 
     Tool-call pieces are assembled by ``index`` (parallel calls interleave);

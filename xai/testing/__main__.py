@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the OpenAI-wire test server until interrupted")
-    serve.add_argument("--script", type=Path, help="JSON file with a Script (replies, rules, default)")
+    serve.add_argument(
+        "--script", type=Path, help="JSON file with a Script (replies, rules, default)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     serve.add_argument("--model", default="xai-scripted")

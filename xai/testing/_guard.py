@@ -67,8 +67,8 @@ def block_network(*, clear_env: bool = True) -> Iterator[None]:
         return real_getaddrinfo(host, *args, **kwargs)
 
     saved_env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign, assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]
     socket.getaddrinfo = getaddrinfo
     if clear_env:
         for key in saved_env:

@@ -60,7 +60,11 @@ def estimate_usage(body: Mapping[str, Any], reply: Reply) -> dict[str, int]:
     completion_chars += sum(len(c.arguments_text) + len(c.name) for c in reply.tool_calls)
     prompt = prompt_chars // 4 + 1
     completion = completion_chars // 4 + 1
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 _WORD = re.compile(r"\w+")

@@ -23,8 +23,8 @@ __all__ = [
     "Rule",
     "Script",
     "ScriptExhausted",
-    "ScriptedCall",
     "Scripted",
+    "ScriptedCall",
 ]
 
 
@@ -59,13 +59,13 @@ class Delay(msgspec.Struct, frozen=True, kw_only=True, tag="delay"):
 
 
 class DropConnection(msgspec.Struct, frozen=True, kw_only=True, tag="drop_connection"):
-    """Close the connection abruptly after ``after_chunks`` stream chunks."""
+    """Close the connection abruptly after ``after_chunks`` content chunks (text, thinking or tool pieces)."""
 
     after_chunks: int = 1
 
 
 class MalformedChunk(msgspec.Struct, frozen=True, kw_only=True, tag="malformed_chunk"):
-    """Send a chunk that is not JSON after ``after_chunks`` good ones."""
+    """Send a chunk that is not JSON after ``after_chunks`` good content chunks."""
 
     after_chunks: int = 1
     payload: str = '{"choices": [ this is not json'

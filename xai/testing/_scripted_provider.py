@@ -90,7 +90,10 @@ class ScriptedProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         self.requests.append(request)
-        body = {"model": request.model or self._model, "messages": to_wire_messages(request.messages)}
+        body = {
+            "model": request.model or self._model,
+            "messages": to_wire_messages(request.messages),
+        }
         reply = self.script.next_reply(body)
         fault = reply.fault
         if isinstance(fault, HttpError):
@@ -103,8 +106,7 @@ class ScriptedProvider:
         calls: dict[int, list[str]] = {}
         ids: dict[int, str] = {}
         names: dict[int, str] = {}
-        sent = 0
-        for piece in pieces(reply):
+        for sent, piece in enumerate(pieces(reply)):
             if isinstance(fault, DropConnection) and sent >= fault.after_chunks:
                 raise StreamError("the response stream broke: connection dropped (scripted)")
             if isinstance(fault, MalformedChunk) and sent >= fault.after_chunks:
@@ -124,7 +126,10 @@ class ScriptedProvider:
                     names[index] = name
                 calls.setdefault(index, []).append(args)
                 yield ToolCallChunk(index, call_id, name, args)
-            sent += 1
+        if isinstance(fault, DropConnection):
+            raise StreamError("the response stream broke: connection dropped (scripted)")
+        if isinstance(fault, MalformedChunk):
+            raise MalformedStreamError(f"malformed stream chunk: {fault.payload[:200]!r}")
         for index in sorted(calls):
             yield ToolCallReady(ToolCall(ids[index], names[index], "".join(calls[index]) or "{}"))
         usage = estimate_usage(body, reply)

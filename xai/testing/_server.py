@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from xai.config import LLMConfig
 from xai.messages import new_id
+from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing._render import estimate_usage, finish_reason, hash_embedding, pieces
 from xai.testing._script import (
     Delay,
@@ -62,7 +63,9 @@ class _QuietInjectedDrops(logging.Filter):
         return not isinstance(exc, _InjectedDrop)
 
 
-def _error(status: int, message: str, *, code: str | None = None, kind: str = "server_error") -> JSONResponse:
+def _error(
+    status: int, message: str, *, code: str | None = None, kind: str = "server_error"
+) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "code": code}}, status_code=status
     )
@@ -144,11 +147,12 @@ class OpenAIWireServer:
         values.update(overrides)
         return LLMConfig(**values)
 
-    def provider(self, **overrides: Any) -> Any:
-        """An ``OpenAIProvider`` (real ``openai`` client) pointed at this server."""
-        from xai.providers import OpenAIProvider
+    def provider(self, *, retry: RetryPolicy | None = None, **overrides: Any) -> OpenAIProvider:
+        """An ``OpenAIProvider`` (real ``openai`` client) pointed at this server.
 
-        return OpenAIProvider(self.llm_config(**overrides))
+        Keyword overrides go to ``llm_config`` (e.g. ``timeout=0.5, max_retries=0``).
+        """
+        return OpenAIProvider(self.llm_config(**overrides), retry=retry)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -248,7 +252,9 @@ class OpenAIWireServer:
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         if not all(isinstance(t, str) for t in texts):
-            return _error(400, "input must be a string or a list of strings", kind="invalid_request_error")
+            return _error(
+                400, "input must be a string or a list of strings", kind="invalid_request_error"
+            )
         data = [
             {"object": "embedding", "index": i, "embedding": hash_embedding(t, self.embedding_dim)}
             for i, t in enumerate(texts)
@@ -284,7 +290,11 @@ class OpenAIWireServer:
                 headers=headers,
             )
         if isinstance(fault, Delay):
-            await anyio.sleep(fault.seconds)
+            deadline = anyio.current_time() + fault.seconds
+            while anyio.current_time() < deadline:  # stop waiting once the client gave up
+                await anyio.sleep(min(0.05, deadline - anyio.current_time()))
+                if await request.is_disconnected():
+                    return Response(status_code=499)
         model = str(body.get("model") or self.model)
         if body.get("stream"):
             options = body.get("stream_options") or {}
@@ -334,8 +344,8 @@ class OpenAIWireServer:
 
         fault = reply.fault
         yield chunk({"role": "assistant", "content": ""})
-        sent = 1
-        for piece in pieces(reply):
+        # Faults count content pieces (text, thinking, tool-call parts), not the role chunk.
+        for sent, piece in enumerate(pieces(reply)):
             if isinstance(fault, DropConnection) and sent >= fault.after_chunks:
                 raise _InjectedDrop
             if isinstance(fault, MalformedChunk) and sent >= fault.after_chunks:
@@ -356,9 +366,10 @@ class OpenAIWireServer:
                     entry["type"] = "function"
                     entry["function"]["name"] = name
                 yield chunk({"tool_calls": [entry]})
-            sent += 1
         if isinstance(fault, DropConnection):
             raise _InjectedDrop
+        if isinstance(fault, MalformedChunk):  # fewer pieces than after_chunks: send it last
+            yield b"data: " + fault.payload.encode() + b"\n\n"
         yield chunk({}, finish_reason(reply))
         if include_usage:
             usage = {**head, "choices": [], "usage": estimate_usage(body, reply)}

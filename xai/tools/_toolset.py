@@ -107,8 +107,11 @@ class ToolSet:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
-    async def call(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
-        """Run one tool call to a uniform record. Cancellation propagates; nothing else does."""
+    async def call(self, call: ToolCall, *, default_timeout: float | None = None) -> ToolResult:
+        """Run one tool call to a uniform record. Cancellation propagates; nothing else does.
+
+        ``default_timeout`` applies unless the tool has its own ``timeout``.
+        """
         started = time.perf_counter()
         try:
             raw = msgspec.json.decode(call.arguments or "{}")
@@ -131,7 +134,7 @@ class ToolSet:
             return self._failure(call, arguments, f"invalid arguments: {exc}", started)
         if t.context_param is not None:
             kwargs[t.context_param] = ToolContext(self.context, call.id, t.name)
-        limit = t.timeout if t.timeout is not None else timeout
+        limit = t.timeout if t.timeout is not None else default_timeout
         value: Any = None
         try:
             with anyio.move_on_after(limit) as deadline:

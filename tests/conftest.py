@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from xai.logs import configure_logging
+from xai.providers import OpenAIProvider, RetryPolicy
+from xai.testing import OpenAIWireServer, block_network
+
+pytest_plugins = ["xai.testing.pytest_plugin"]
+
+configure_logging("console", level="warning", stream=sys.stderr)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_models() -> Iterator[None]:
+    """Tests never reach a real model: any non-loopback connection fails."""
+    with block_network():
+        yield
+
+
+FAST_RETRY = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.05)
+
+
+@pytest.fixture
+async def provider(openai_server: OpenAIWireServer) -> AsyncIterator[OpenAIProvider]:
+    """The real OpenAI provider (real ``openai`` client) against the local wire server."""
+    p = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
+    yield p
+    await p.aclose()
