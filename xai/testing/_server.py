@@ -160,7 +160,10 @@ class OpenAIWireServer:
         import uvicorn
 
         logging.getLogger("uvicorn.error").addFilter(_QuietInjectedDrops())
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # Name the protocol: asyncio only sets TCP_NODELAY on accepted sockets whose
+        # protocol is IPPROTO_TCP, and without it every small SSE write waits ~40 ms
+        # for the client's delayed ACK (Nagle).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
