@@ -11,6 +11,7 @@ import pytest
 import structlog
 
 from xai.config import LLMConfig
+from xai.exceptions import ConfigurationError
 from xai.logs import bind_ids, configure_logging, get_logger
 from xai.messages import StopReason
 from xai.providers import OpenAIProvider
@@ -93,7 +94,7 @@ def test_console_format_and_bad_level() -> None:
         configure_logging("console", level="info", stream=stream)
         structlog.get_logger().info("hello", token=PLANTED)
         assert "hello" in stream.getvalue() and PLANTED not in stream.getvalue()
-        with pytest.raises(ValueError, match="unknown log level"):
+        with pytest.raises(ConfigurationError, match="unknown log level"):
             configure_logging("console", level="chatty")
     finally:
         configure_logging("console", level="warning", stream=sys.stderr)
@@ -102,3 +103,19 @@ def test_console_format_and_bad_level() -> None:
 def test_config_repr_hides_key() -> None:
     config = LLMConfig(model="m", api_key=PLANTED)
     assert PLANTED not in repr(config)
+
+
+async def test_tool_error_text_is_redacted() -> None:
+    from xai.messages import ToolCall
+    from xai.tools import ToolSet
+
+    @tool
+    def leaky() -> str:
+        """Fails with a key in its message."""
+        raise RuntimeError(f"auth failed for {PLANTED}")
+
+    LLMConfig(model="m", api_key=PLANTED)  # registering happens whenever a config holds a key
+    result = await ToolSet([leaky]).call(ToolCall("c", "leaky", "{}"))
+    assert (
+        result.error is not None and PLANTED not in result.error and PLANTED not in result.content
+    )

@@ -330,6 +330,8 @@ def test_config_from_env_and_errors() -> None:
         LLMConfig.from_env({"LLM_API_KEY": "k"}).validated()
     with pytest.raises(ConfigurationError, match="EMBEDDING_API_KEY"):
         EmbeddingConfig.from_env({"EMBEDDING_MODEL": "m"}).validated()
+    elsewhere = EmbeddingConfig.from_env({**env, "EMBEDDING_BASE_URL": "https://embed.example/v1"})
+    assert elsewhere.api_key is None  # the LLM key is never sent to another host
     local = LLMConfig.from_env({"LLM_BASE_URL": "http://127.0.0.1:11434/v1", "LLM_MODEL": "qwen3"})
     assert local.validated() is local  # a local server needs no key
 

@@ -16,6 +16,7 @@ from xai.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from xai.exceptions import ConfigurationError
 from xai.messages import (
     AssistantMessage,
     Message,
@@ -538,7 +539,7 @@ def test_run_query_sync_for_scripts() -> None:
 
 
 def test_config_validation() -> None:
-    with pytest.raises(ValueError, match="max_rounds"):
+    with pytest.raises(ConfigurationError, match="max_rounds"):
         QueryConfig(max_rounds=0)
-    with pytest.raises(ValueError, match="tool_concurrency"):
+    with pytest.raises(ConfigurationError, match="tool_concurrency"):
         QueryConfig(tool_concurrency=0)

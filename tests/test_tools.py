@@ -211,7 +211,7 @@ def test_definition_errors() -> None:
         Tool(star)
     with pytest.raises(ToolDefinitionError, match="tool name"):
         Tool(star, name="has space")
-    with pytest.raises(ValueError, match="two tools are named"):
+    with pytest.raises(ToolDefinitionError, match="two tools are named"):
         ToolSet([move, move])
 
 
@@ -224,3 +224,51 @@ def test_tools_stay_callable() -> None:
     assert double(4) == 8
     assert [t.name for t in ToolSet([double, move])] == ["double", "move"]
     assert "double" in ToolSet([double])
+
+
+def test_docstring_sections_in_any_order() -> None:
+    @tool
+    def lookup(a: int, b: str = "x", c: float = 1.0) -> str:
+        """Look something up.
+
+        More detail on a second paragraph.
+
+        Raises:
+            KeyError: when missing.
+
+        Args:
+            a:
+            b: The b value,
+                continued here.
+            c (float): Scale: a ratio.
+
+        Returns:
+            A string.
+        """
+        return ""
+
+    assert lookup.description == "Look something up.\n\nMore detail on a second paragraph."
+    props = lookup.parameters["properties"]
+    assert "description" not in props["a"]
+    assert props["b"]["description"] == "The b value, continued here."
+    assert props["c"]["description"] == "Scale: a ratio."
+
+
+def test_numpy_style_docstring() -> None:
+    @tool
+    def area(width: float, height: float) -> float:
+        """Area of a rectangle.
+
+        Parameters
+        ----------
+        width : float
+            Width in metres.
+        height : float
+            Height in metres.
+        """
+        return width * height
+
+    assert area.description == "Area of a rectangle."
+    props = area.parameters["properties"]
+    assert props["width"]["description"] == "Width in metres."
+    assert props["height"]["description"] == "Height in metres."

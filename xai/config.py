@@ -120,5 +120,12 @@ class EmbeddingConfig(_EndpointConfig, frozen=True, kw_only=True):
             name: _env(env, f"EMBEDDING_{name.upper()}") or _env(env, f"LLM_{name.upper()}")
             for name in ("api_key", "base_url", "model")
         }
+        own_url = _env(env, "EMBEDDING_BASE_URL")
+        if _env(env, "EMBEDDING_API_KEY") is None and own_url not in (
+            None,
+            _env(env, "LLM_BASE_URL"),
+        ):
+            # Never send the LLM key to a different host.
+            values["api_key"] = None
         values.update(overrides)
         return cls(**values)

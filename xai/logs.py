@@ -18,6 +18,7 @@ from typing import Any, Literal, TextIO
 import structlog
 
 from xai._redact import redact
+from xai.exceptions import ConfigurationError
 
 __all__ = ["bind_ids", "configure_logging", "get_logger"]
 
@@ -49,14 +50,14 @@ def configure_logging(
     out = stream if stream is not None else sys.stderr
     numeric = logging.getLevelName(level.upper()) if isinstance(level, str) else level
     if not isinstance(numeric, int):
-        raise ValueError(f"unknown log level {level!r}")
+        raise ConfigurationError(f"unknown log level {level!r}")
     renderer: Any
     if format == "json":
         renderer = structlog.processors.JSONRenderer()
     elif format == "console":
         renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
     else:  # pragma: no cover - guarded by the Literal type
-        raise ValueError(f"unknown log format {format!r}")
+        raise ConfigurationError(f"unknown log format {format!r}")
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

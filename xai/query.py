@@ -30,7 +30,7 @@ from xai.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from xai.exceptions import ProviderError, StreamError
+from xai.exceptions import ConfigurationError, ProviderError, StreamError
 from xai.logs import bind_ids, get_logger
 from xai.messages import (
     AssistantMessage,
@@ -63,6 +63,7 @@ _log = get_logger(__name__)
 Observer = Callable[[QueryEvent], object]
 """A synchronous callable given every event. It must not block; exceptions are logged and ignored."""
 
+_CLEANUP_SECONDS = 5.0
 INTERRUPTED_TOOL_TEXT = "[interrupted: the tool call was cancelled before it returned a result]"
 ROUND_LIMIT_TOOL_TEXT = "[not run: the query reached its round limit before this call could run]"
 
@@ -84,9 +85,11 @@ class QueryConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
-            raise ValueError("max_rounds must be at least 1")
+            raise ConfigurationError(f"max_rounds must be at least 1, got {self.max_rounds}")
         if self.tool_concurrency < 1:
-            raise ValueError("tool_concurrency must be at least 1")
+            raise ConfigurationError(
+                f"tool_concurrency must be at least 1, got {self.tool_concurrency}"
+            )
 
 
 class CancelToken:
@@ -225,13 +228,15 @@ class _Run:
                 outcome = await self.loop()
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside: keep the contract, then let the cancellation go on.
-            with anyio.CancelScope(shield=True):
+            # Bounded: a full channel nobody reads must not turn a cancel into a hang
+            # (observers are called first and always see QueryDone).
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                 await self.salvage()
                 await self.finish(StopReason.CANCELLED, None)
             raise
         except Exception as exc:
             _log.exception("query.crashed")
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                 await self.salvage()
             outcome = (StopReason.ERROR, ErrorInfo.from_exception(exc))
         finally:

@@ -117,6 +117,23 @@ def _error_code(exc: openai.APIStatusError) -> str:
     return ""
 
 
+def error_for_status(
+    status: int, message: str, *, code: str = "", retry_after: float | None = None
+) -> ProviderError:
+    """The typed error for an HTTP error status and the server's message and code."""
+    text = redact(f"HTTP {status} from the model endpoint: {message}")
+    if status == 429:
+        return RateLimitError(text, retry_after=retry_after)
+    if status in (401, 403):
+        return AuthenticationError(text, status_code=status)
+    if status >= 500:
+        return ServerError(text, status_code=status)
+    haystack = f"{code} {message}".lower()
+    if status in (400, 413, 422) and any(m in haystack for m in _CONTEXT_MARKERS):
+        return ContextTooLongError(text, status_code=status)
+    return BadRequestError(text, status_code=status)
+
+
 def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
     """Translate an SDK or transport exception into xai's typed provider errors."""
     if isinstance(exc, openai.APITimeoutError):
@@ -128,18 +145,12 @@ def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
         detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
         return ProviderConnectionError(redact(f"could not reach the model endpoint{detail}"))
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        text = redact(f"HTTP {status} from the model endpoint: {_error_message(exc)}")
-        if status == 429:
-            return RateLimitError(text, retry_after=parse_retry_after(exc.response.headers))
-        if status in (401, 403):
-            return AuthenticationError(text, status_code=status)
-        if status >= 500:
-            return ServerError(text, status_code=status)
-        haystack = f"{_error_code(exc)} {_error_message(exc)}".lower()
-        if status in (400, 413, 422) and any(m in haystack for m in _CONTEXT_MARKERS):
-            return ContextTooLongError(text, status_code=status)
-        return BadRequestError(text, status_code=status)
+        return error_for_status(
+            exc.status_code,
+            _error_message(exc),
+            code=_error_code(exc),
+            retry_after=parse_retry_after(exc.response.headers),
+        )
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderTimeoutError(
             f"the model endpoint stopped sending within {timeout}s", timeout=timeout

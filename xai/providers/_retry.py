@@ -13,7 +13,7 @@ __all__ = ["RetryPolicy", "parse_retry_after"]
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """Exponential backoff with full jitter, capped; a server hint wins when it is sane."""
+    """Exponential backoff with equal jitter (half fixed, half random), capped; a sane server hint wins."""
 
     max_retries: int = 2
     initial_delay: float = 0.5

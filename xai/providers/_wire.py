@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 
+from xai._redact import redact
 from xai.exceptions import MalformedStreamError, ProviderError, StreamError
 from xai.messages import ToolCall, Usage, new_id
 from xai.providers._protocol import (
@@ -152,10 +153,10 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
                 chunk = _decode_chunk(payload)
             except msgspec.DecodeError as exc:
                 raise MalformedStreamError(
-                    f"malformed stream chunk ({exc}): {payload[:200]!r}"
+                    redact(f"malformed stream chunk ({exc}): {payload[:200]!r}")
                 ) from None
             if chunk.error is not None:
-                raise ProviderError(f"error inside the stream: {chunk.error.message}")
+                raise ProviderError(redact(f"error inside the stream: {chunk.error.message}"))
             if chunk.usage is not None:
                 usage = _usage(chunk.usage)
             if not chunk.choices:

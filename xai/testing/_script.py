@@ -95,7 +95,6 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
     chunk_delay: float = 0.0
     fault: Fault | None = None
     reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
-    embedding: list[float] | None = None
 
 
 class Rule(msgspec.Struct, frozen=True, kw_only=True):

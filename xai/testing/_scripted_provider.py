@@ -7,14 +7,9 @@ from collections.abc import AsyncIterator, Iterable
 import anyio
 
 from xai.exceptions import (
-    AuthenticationError,
-    BadRequestError,
-    ContextTooLongError,
     MalformedStreamError,
     ProviderError,
     ProviderTimeoutError,
-    RateLimitError,
-    ServerError,
     StreamError,
 )
 from xai.messages import ToolCall, Usage
@@ -29,6 +24,7 @@ from xai.providers import (
     UsageReport,
     to_wire_messages,
 )
+from xai.providers._openai import error_for_status
 from xai.providers._wire import map_finish_reason
 from xai.testing._render import estimate_usage, finish_reason, pieces
 from xai.testing._script import (
@@ -37,6 +33,7 @@ from xai.testing._script import (
     HttpError,
     MalformedChunk,
     Reply,
+    Rule,
     Script,
     Scripted,
 )
@@ -45,16 +42,9 @@ __all__ = ["ScriptedProvider"]
 
 
 def _http_error(fault: HttpError) -> ProviderError:
-    text = f"HTTP {fault.status} from the model endpoint: {fault.message}"
-    if fault.status == 429:
-        return RateLimitError(text, retry_after=fault.retry_after)
-    if fault.status in (401, 403):
-        return AuthenticationError(text, status_code=fault.status)
-    if fault.status >= 500:
-        return ServerError(text, status_code=fault.status)
-    if fault.code == "context_length_exceeded":
-        return ContextTooLongError(text, status_code=fault.status)
-    return BadRequestError(text, status_code=fault.status)
+    return error_for_status(
+        fault.status, fault.message, code=fault.code or "", retry_after=fault.retry_after
+    )
 
 
 class ScriptedProvider:
@@ -84,6 +74,9 @@ class ScriptedProvider:
 
     def push(self, *replies: Reply) -> None:
         self.script.push(*replies)
+
+    def add_rule(self, rule: Rule) -> None:
+        self.script.add_rule(rule)
 
     async def aclose(self) -> None:
         return None

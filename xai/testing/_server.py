@@ -286,7 +286,13 @@ class OpenAIWireServer:
             if fault.retry_after is not None:
                 headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
                 headers["retry-after"] = str(math.ceil(fault.retry_after))
-            kind = "rate_limit_error" if fault.status == 429 else "invalid_request_error"
+            kind = (
+                "rate_limit_error"
+                if fault.status == 429
+                else "server_error"
+                if fault.status >= 500
+                else "invalid_request_error"
+            )
             return JSONResponse(
                 {"error": {"message": fault.message, "type": kind, "code": fault.code}},
                 status_code=fault.status,

@@ -35,36 +35,60 @@ class ToolContext(Generic[DepsT]):
     tool_name: str
 
 
+_ARGS_SECTIONS = frozenset({"args", "arguments", "parameters", "params", "keyword args"})
+_OTHER_SECTIONS = frozenset(
+    {
+        "returns", "return", "yields", "yield", "raises", "raise", "examples", "example",
+        "notes", "note", "see also", "attributes", "warnings", "warning", "todo", "references",
+    }
+)  # fmt: skip
+_PARAM_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _section(line: str) -> str | None:
+    """The lower-cased name of a section header line (``Args:``, ``Returns``...), if it is one."""
+    name = line.strip().rstrip(":").strip().lower()
+    if name in _ARGS_SECTIONS or name in _OTHER_SECTIONS:
+        return name
+    return None
+
+
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google/NumPy-ish docstring into a summary and per-parameter descriptions."""
+    """Split a Google/NumPy-style docstring into its summary and per-parameter descriptions.
+
+    The summary is everything before the first section header; parameter
+    descriptions come from the ``Args:`` (or ``Parameters``) section, with
+    continuation lines joined.
+    """
     lines = inspect.cleandoc(doc).splitlines() if doc else []
     summary: list[str] = []
     params: dict[str, str] = {}
+    section: str | None = None
     current: str | None = None
-    in_args = False
+    indent = 0
+    numpy = False  # NumPy style: "name : type" on one line, the description below it
     for line in lines:
         stripped = line.strip()
-        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
-            in_args = True
+        header = _section(line)
+        if header is not None:
+            section, current, numpy = header, None, False
             continue
-        if in_args:
-            if stripped.endswith(":") and " " not in stripped:  # next section, e.g. "Returns:"
-                in_args = False
-                current = None
-                continue
-            if set(stripped) == {"-"}:  # NumPy underline
-                continue
-            match = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
-            if match and not line.startswith(" " * 8):
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current and stripped:
-                params[current] = f"{params[current]} {stripped}".strip()
-            continue
-        if not params:
+        if section is None:
             summary.append(line)
-    text = "\n".join(summary).strip()
-    return text, params
+            continue
+        if stripped and set(stripped) == {"-"}:
+            numpy = current is None
+            continue
+        if section not in _ARGS_SECTIONS or not stripped:
+            continue
+        line_indent = len(line) - len(line.lstrip())
+        match = _PARAM_LINE.match(stripped)
+        if match and (current is None or line_indent <= indent):
+            current, indent = match.group(1), line_indent
+            params[current] = "" if numpy else match.group(2).strip()
+        elif current is not None:
+            params[current] = f"{params[current]} {stripped}".strip()
+    return "\n".join(summary).strip(), params
 
 
 def _is_context(annotation: Any) -> bool:

@@ -10,7 +10,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from xai.exceptions import ToolError
+from xai._redact import redact
+from xai.exceptions import ToolDefinitionError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolResult, ToolSpec
 from xai.tools._tool import Tool, ToolContext
@@ -64,7 +65,7 @@ class ToolSet:
         for item in tools:
             t = item if isinstance(item, Tool) else Tool(item)
             if t.name in self._tools:
-                raise ValueError(f"two tools are named {t.name!r}")
+                raise ToolDefinitionError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
         self.context = context
         self.max_result_chars = max_result_chars
@@ -95,6 +96,7 @@ class ToolSet:
     def _failure(
         self, call: ToolCall, arguments: dict[str, Any] | str, error: str, started: float
     ) -> ToolResult:
+        error = redact(error)  # exception text can carry a key a tool was given
         content, truncated = clamp(f"Error: {error}", self.max_result_chars)
         return ToolResult(
             call_id=call.id,
