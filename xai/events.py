@@ -17,17 +17,38 @@ from typing import TypeAlias
 
 import msgspec
 
-from xai.messages import Message, QueryResult, ToolCall, ToolResult
+from xai.messages import (
+    CloseReason,
+    ErrorInfo,
+    MemoryCandidate,
+    Message,
+    QueryResult,
+    ToolCall,
+    ToolResult,
+    TurnOutcome,
+    UserMessage,
+)
 
 __all__ = [
+    "CandidatesProposed",
+    "Compacted",
+    "EventsDropped",
     "MessageCommitted",
     "QueryDone",
     "QueryEvent",
+    "SessionClosed",
+    "SessionEvent",
+    "SessionEventBody",
+    "SessionFailed",
+    "SessionFinalizing",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallFinished",
     "ToolCallStarted",
+    "TurnDone",
+    "TurnStarted",
     "decode_query_event",
+    "decode_session_event",
 ]
 
 
@@ -66,8 +87,96 @@ QueryEvent: TypeAlias = (
     TextDelta | ThinkingDelta | ToolCallStarted | ToolCallFinished | MessageCommitted | QueryDone
 )
 
+
+# -- Session events -----------------------------------------------------------------
+
+
+class _SessionEventBody(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    pass
+
+
+class TurnStarted(_SessionEventBody, frozen=True, tag="turn_started"):
+    """An input was accepted (and journaled) and a turn begins (``input`` is ``None`` when
+    the Session continues an interrupted turn)."""
+
+    turn: int
+    input: UserMessage | None
+
+
+class TurnDone(_SessionEventBody, frozen=True, tag="turn_done"):
+    outcome: TurnOutcome
+
+
+class Compacted(_SessionEventBody, frozen=True, tag="compacted"):
+    """Older history was replaced by a summary (``method``: ``summary`` or ``digest``)."""
+
+    before_tokens: int
+    after_tokens: int
+    removed_messages: int
+    method: str
+    reason: str
+    """``proactive`` (the next request would not fit) or ``context_too_long`` (the provider said so)."""
+
+
+class CandidatesProposed(_SessionEventBody, frozen=True, tag="memory_candidates"):
+    """L1 memory candidates extracted after a turn."""
+
+    candidates: tuple[MemoryCandidate, ...]
+
+
+class SessionFinalizing(_SessionEventBody, frozen=True, tag="finalizing"):
+    reason: CloseReason
+
+
+class SessionClosed(_SessionEventBody, frozen=True, tag="closed"):
+    reason: CloseReason
+
+
+class SessionFailed(_SessionEventBody, frozen=True, tag="session_error"):
+    """Something outside a turn failed (extraction, a hook, the journal); the Session goes on
+    unless ``fatal``."""
+
+    error: ErrorInfo
+    stage: str
+    fatal: bool = False
+
+
+class EventsDropped(_SessionEventBody, frozen=True, tag="events_dropped"):
+    """Sent to one subscriber that fell behind: events ``first_seq``..``last_seq`` are gone."""
+
+    count: int
+    first_seq: int
+    last_seq: int
+
+
+SessionEventBody: TypeAlias = (
+    QueryEvent
+    | TurnStarted
+    | TurnDone
+    | Compacted
+    | CandidatesProposed
+    | SessionFinalizing
+    | SessionClosed
+    | SessionFailed
+    | EventsDropped
+)
+
+
+class SessionEvent(msgspec.Struct, frozen=True):
+    """Every event a Session fans out: its id, a per-Session sequence number, the event."""
+
+    session_id: str
+    seq: int
+    event: SessionEventBody
+
+
 _decoder = msgspec.json.Decoder(QueryEvent)
+_session_decoder = msgspec.json.Decoder(SessionEvent)
 
 
 def decode_query_event(data: bytes | str) -> QueryEvent:
     return _decoder.decode(data)
+
+
+def decode_session_event(data: bytes | str) -> SessionEvent:
+    return _session_decoder.decode(data)

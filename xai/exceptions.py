@@ -8,9 +8,11 @@ retry may help.
     XaiError
     ├── UsageError                  you used the library wrong
     │   ├── ConfigurationError      missing or invalid settings (names the variable)
-    │   └── ToolDefinitionError     a function that cannot become a tool
+    │   ├── ToolDefinitionError     a function that cannot become a tool
+    │   └── SessionClosedError      input sent to a Session that is closing or closed
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
+        ├── JournalError            a Session journal cannot be read (file, line)
         └── ProviderError           the model provider failed (status_code, retryable)
             ├── AuthenticationError       401 / 403
             ├── BadRequestError           400 / 404 / 422: the request itself is wrong
@@ -33,6 +35,7 @@ __all__ = [
     "BadRequestError",
     "ConfigurationError",
     "ContextTooLongError",
+    "JournalError",
     "MalformedStreamError",
     "ProviderConnectionError",
     "ProviderError",
@@ -40,6 +43,7 @@ __all__ = [
     "RateLimitError",
     "RunError",
     "ServerError",
+    "SessionClosedError",
     "StreamError",
     "ToolDefinitionError",
     "ToolError",
@@ -71,6 +75,10 @@ class ToolDefinitionError(UsageError):
     """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
 
 
+class SessionClosedError(UsageError):
+    """Input was sent to a Session that is closing or already closed."""
+
+
 class RunError(XaiError):
     """A run failed at run time. ``retryable`` says whether trying again may succeed."""
 
@@ -82,6 +90,18 @@ class ToolError(RunError):
 
     The message is sent as the tool's error result; no traceback is attached.
     """
+
+
+class JournalError(RunError):
+    """A Session journal is corrupt where it cannot be a torn last write.
+
+    ``path`` and ``line`` (1-based) say where.
+    """
+
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = path
+        self.line = line
 
 
 class ProviderError(RunError):

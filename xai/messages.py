@@ -15,7 +15,10 @@ import msgspec
 
 __all__ = [
     "AssistantMessage",
+    "CandidateKind",
+    "CloseReason",
     "ErrorInfo",
+    "MemoryCandidate",
     "Message",
     "Origin",
     "QueryResult",
@@ -25,6 +28,8 @@ __all__ = [
     "ToolMessage",
     "ToolResult",
     "ToolSpec",
+    "TurnOutcome",
+    "TurnStatus",
     "Usage",
     "UserMessage",
     "decode_message",
@@ -188,6 +193,8 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage = Usage()
     rounds: int = 0
     error: ErrorInfo | None = None
+    last_prompt_tokens: int = 0
+    """Prompt tokens the provider reported for the last request (0 if it reported none)."""
 
     @property
     def text(self) -> str:
@@ -200,6 +207,53 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def tool_results(self) -> tuple[ToolMessage, ...]:
         return tuple(m for m in self.messages if isinstance(m, ToolMessage))
+
+
+class TurnStatus(enum.StrEnum):
+    """How one Session turn (one input and the Query that answered it) ended."""
+
+    COMPLETED = "completed"
+    LENGTH = "length"
+    """The answer was cut off by the output token limit."""
+    CONTENT_FILTER = "content_filter"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    """The round limit of the Query, or the Session's turn limit, was reached."""
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+    """The process died during the turn; found so when the Session was reopened."""
+
+
+class TurnOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of one turn, as the ``send`` handle and ``TurnDone`` report it."""
+
+    turn: int
+    status: TurnStatus
+    text: str = ""
+    usage: Usage = Usage()
+    """Usage of this turn alone (every Query it ran, delegated children included)."""
+    error: ErrorInfo | None = None
+    input_id: str | None = None
+
+
+CandidateKind: TypeAlias = Literal["preference", "fact", "commitment", "event", "other"]
+
+
+class MemoryCandidate(msgspec.Struct, frozen=True, kw_only=True):
+    """A point a Session proposes to remember (L1). The Agent decides what becomes of it."""
+
+    id: str = msgspec.field(default_factory=new_id)
+    text: str
+    kind: CandidateKind = "fact"
+    confidence: float = 0.5
+    evidence: tuple[str, ...] = ()
+    """Ids of the user-origin messages the point was drawn from."""
+    session_id: str = ""
+    turn: int = 0
+    created_at: float = 0.0
+
+
+CloseReason: TypeAlias = Literal["closed", "error", "owner_shutdown", "cancelled"]
 
 
 _message_decoder = msgspec.json.Decoder(Message)

@@ -15,11 +15,10 @@ the tool set (``ToolSet(context=...)``), never through this API.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
-from anyio.abc import ObjectSendStream
 
 from xai.events import (
     MessageCommitted,
@@ -56,9 +55,24 @@ from xai.providers import (
 )
 from xai.tools import Tool, ToolSet
 
-__all__ = ["CancelToken", "Observer", "Query", "QueryConfig", "run_query", "run_query_sync"]
+__all__ = [
+    "CancelToken",
+    "EventSink",
+    "Observer",
+    "Query",
+    "QueryConfig",
+    "run_query",
+    "run_query_sync",
+]
 
 _log = get_logger(__name__)
+
+
+class EventSink(Protocol):
+    """Where a Query may send its events with back-pressure (an anyio send stream fits)."""
+
+    async def send(self, item: QueryEvent, /) -> None: ...
+
 
 Observer = Callable[[QueryEvent], object]
 """A synchronous callable given every event. It must not block; exceptions are logged and ignored."""
@@ -142,7 +156,7 @@ class Query:
         input: str | Message | None = None,
         *,
         observers: Sequence[Observer] = (),
-        channel: ObjectSendStream[QueryEvent] | None = None,
+        channel: EventSink | None = None,
         cancel: CancelToken | None = None,
         query_id: str | None = None,
     ) -> QueryResult:
@@ -151,7 +165,8 @@ class Query:
         ``messages`` is the conversation so far (not modified); ``input`` is
         appended to it for this run (a string becomes a user message). Events
         go to every observer (synchronously, in order) and then to ``channel``
-        (awaited, so a bounded channel applies back-pressure by its owner's
+        (any ``EventSink``, e.g. an anyio memory object send stream; awaited,
+        so a bounded channel applies back-pressure by its owner's
         choice).
         """
         history = list(messages)
@@ -168,6 +183,7 @@ class _Run:
     __slots__ = (
         "channel",
         "history",
+        "last_prompt_tokens",
         "observers",
         "pending",
         "produced",
@@ -185,7 +201,7 @@ class _Run:
         query: Query,
         history: list[Message],
         observers: tuple[Observer, ...],
-        channel: ObjectSendStream[QueryEvent] | None,
+        channel: EventSink | None,
         query_id: str,
     ) -> None:
         self.query = query
@@ -200,6 +216,7 @@ class _Run:
         self.text: list[str] = []
         self.thinking: list[str] = []
         self.pending: dict[int, ToolCall] = {}
+        self.last_prompt_tokens = 0
 
     async def publish(self, event: QueryEvent) -> None:
         for observer in self.observers:
@@ -255,6 +272,7 @@ class _Run:
             usage=self.usage,
             rounds=self.round,
             error=error,
+            last_prompt_tokens=self.last_prompt_tokens,
         )
         await self.publish(QueryDone(query_id=self.query_id, round=self.round, result=result))
         return result
@@ -329,6 +347,7 @@ class _Run:
                     calls.append(event.call)
                 elif type(event) is UsageReport:
                     usage = event.usage
+                    self.last_prompt_tokens = usage.prompt_tokens
                 elif type(event) is StreamFinished:
                     finish = event.reason
         finally:

@@ -112,7 +112,10 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Script(msgspec.Struct, kw_only=True):
-    """A file-able script: rules first, then replies in order, then ``default``."""
+    """A file-able script: rules first, then replies in order, then ``default``.
+
+    (Programmatic responders, ``Scripted.add_responder``, come after the rules.)
+    """
 
     replies: list[Reply] = msgspec.field(default_factory=list)
     rules: list[Rule] = msgspec.field(default_factory=list)
@@ -188,12 +191,7 @@ class Scripted:
         return len(self._replies)
 
     def next_reply(self, body: Mapping[str, Any]) -> Reply:
-        with self._lock:
-            responders = list(self._responders)
-        for responder in responders:
-            reply = responder(body)
-            if reply is not None:
-                return reply
+        """Rules first (in order), then responders, then queued replies, then the default."""
         last = _last(body)
         with self._lock:
             for entry in self._rules:
@@ -207,6 +205,12 @@ class Scripted:
                 if remaining is not None:
                     entry[1] = remaining - 1
                 return rule.reply  # type: ignore[no-any-return]
+            responders = list(self._responders)
+        for responder in responders:
+            reply = responder(body)
+            if reply is not None:
+                return reply
+        with self._lock:
             if self._replies:
                 return self._replies.popleft()
             if self.default is not None:

@@ -1,0 +1,138 @@
+"""L1 memory candidates: what the user said that may be worth remembering.
+
+After each turn the Session asks the model, in a JSON reply, for points drawn
+from the turn's *user-origin* messages only. Candidates whose evidence is not a
+user message are dropped, so input the Agent synthesised (origin ``agent``)
+can never become a statement about the user.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import get_args
+
+import msgspec
+
+from xai.exceptions import RunError
+from xai.messages import (
+    AssistantMessage,
+    CandidateKind,
+    MemoryCandidate,
+    Message,
+    StopReason,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from xai.providers import Provider
+from xai.query import Query, QueryConfig
+
+__all__ = ["EXTRACTION_MARKER", "extract_candidates", "parse_candidates"]
+
+EXTRACTION_MARKER = "[xai:memory-extraction]"
+_KINDS = frozenset(get_args(CandidateKind))
+
+EXTRACTOR_PROMPT = (
+    "You pick out what is worth remembering about the user from the latest part of a "
+    "conversation: preferences, facts about them or their work, commitments and plans, "
+    "notable events. Use only what USER messages say; never what the assistant, a tool or "
+    "an automated input says. Each point is one short self-contained sentence about the "
+    "user. Reply with JSON only, in this shape:\n"
+    '{"candidates": [{"text": "...", "kind": "preference|fact|commitment|event|other", '
+    '"confidence": 0.0-1.0, "evidence": ["<id of a user message>"]}]}\n'
+    'If nothing is worth remembering, reply {"candidates": []}.'
+)
+
+
+class _WireCandidate(msgspec.Struct):
+    text: str
+    kind: str = "fact"
+    confidence: float = 0.5
+    evidence: list[str] = msgspec.field(default_factory=list)
+
+
+class _WireReply(msgspec.Struct):
+    candidates: list[_WireCandidate] = msgspec.field(default_factory=list)
+
+
+_reply = msgspec.json.Decoder(_WireReply)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def parse_candidates(
+    text: str, *, user_ids: set[str], session_id: str, turn: int
+) -> list[MemoryCandidate]:
+    """Parse the model's JSON; keep candidates grounded in user messages. Raises ``RunError``."""
+    body = _FENCE.sub("", text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        raise RunError(f"the extractor did not answer with JSON: {text[:200]!r}")
+    try:
+        reply = _reply.decode(body[start : end + 1])
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise RunError(f"the extractor's JSON is not a candidate list ({exc})") from None
+    now = time.time()
+    out: list[MemoryCandidate] = []
+    for item in reply.candidates:
+        evidence = tuple(e for e in item.evidence if e in user_ids)
+        if not evidence or not item.text.strip():
+            continue  # not grounded in anything the user said
+        kind = item.kind if item.kind in _KINDS else "other"
+        out.append(
+            MemoryCandidate(
+                text=item.text.strip(),
+                kind=kind,  # type: ignore[arg-type]
+                confidence=min(1.0, max(0.0, item.confidence)),
+                evidence=evidence,
+                session_id=session_id,
+                turn=turn,
+                created_at=now,
+            )
+        )
+    return out
+
+
+def _render(messages: Sequence[Message]) -> str:
+    lines: list[str] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            who = "USER" if message.origin == "user" else f"automated input ({message.origin})"
+            lines.append(f"[{message.id}] {who}: {message.content}")
+        elif isinstance(message, AssistantMessage) and message.content:
+            lines.append(f"[{message.id}] assistant: {message.content}")
+        elif isinstance(message, ToolMessage):
+            lines.append(f"[{message.id}] tool {message.tool_name}: {message.content[:500]}")
+    return "\n".join(lines)
+
+
+async def extract_candidates(
+    provider: Provider,
+    messages: Sequence[Message],
+    *,
+    session_id: str,
+    turn: int,
+    max_tokens: int,
+) -> list[MemoryCandidate]:
+    """Candidates from ``messages`` (one turn). No user-origin message: no request at all."""
+    user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
+    if not user_ids:
+        return []
+    query = Query(
+        provider,
+        config=QueryConfig(
+            max_rounds=1,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            response_format={"type": "json_object"},
+        ),
+    )
+    result = await query.run(
+        [SystemMessage(content=EXTRACTOR_PROMPT)],
+        UserMessage(content=f"{EXTRACTION_MARKER}\n{_render(messages)}", origin="system"),
+    )
+    if result.stop_reason is not StopReason.END_TURN:
+        reason = result.error.message if result.error else result.stop_reason.value
+        raise RunError(f"memory extraction failed ({reason})")
+    return parse_candidates(result.text, user_ids=user_ids, session_id=session_id, turn=turn)

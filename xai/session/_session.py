@@ -1,0 +1,724 @@
+"""The Session actor: one conversation, one mailbox, one task, at most one Query at a time.
+
+All state changes happen in the Session's own task, in mailbox order, so there
+is nothing to lock. Between Queries, and only there, the Session compacts its
+history and extracts memory candidates. What it announces as final is in its
+journal first.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+
+from xai.events import (
+    CandidatesProposed,
+    Compacted,
+    MessageCommitted,
+    QueryEvent,
+    SessionClosed,
+    SessionFailed,
+    SessionFinalizing,
+    TurnDone,
+    TurnStarted,
+)
+from xai.exceptions import SessionClosedError
+from xai.logs import bind_ids, get_logger
+from xai.messages import (
+    AssistantMessage,
+    CloseReason,
+    ErrorInfo,
+    MemoryCandidate,
+    Message,
+    Origin,
+    QueryResult,
+    StopReason,
+    SystemMessage,
+    ToolMessage,
+    TurnOutcome,
+    TurnStatus,
+    Usage,
+    UserMessage,
+    new_id,
+)
+from xai.providers import Provider
+from xai.query import CancelToken, Query
+from xai.session._compaction import Calibration, digest, message_chars, split_point, summarise
+from xai.session._delegation import SessionContext, delegate_tool
+from xai.session._extraction import extract_candidates
+from xai.session._journal import (
+    JOURNAL_FILE,
+    CandidatesRecord,
+    ClosedRecord,
+    CompactedRecord,
+    HeaderRecord,
+    InputRecord,
+    Journal,
+    JournalState,
+    MessageRecord,
+    Record,
+    ReportedRecord,
+    TurnEndRecord,
+    now,
+    read_journal,
+)
+from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription
+from xai.session._prompt import SystemPrompt
+from xai.session._types import (
+    ChildFactory,
+    FinalizingContext,
+    FinalizingHook,
+    InputPolicy,
+    SessionConfig,
+    TurnHandle,
+)
+from xai.tools import Tool, ToolSet
+
+__all__ = [
+    "ChildFactory",
+    "FinalizingContext",
+    "FinalizingHook",
+    "InputPolicy",
+    "Session",
+    "SessionConfig",
+    "TurnHandle",
+]
+
+_log = get_logger(__name__)
+
+_PUMP_GRACE = 5.0
+INTERRUPTED_BY_CRASH = "[interrupted: the process stopped before this tool call returned a result]"
+
+_STATUS = {
+    StopReason.END_TURN: TurnStatus.COMPLETED,
+    StopReason.LENGTH: TurnStatus.LENGTH,
+    StopReason.CONTENT_FILTER: TurnStatus.CONTENT_FILTER,
+    StopReason.MAX_ROUNDS: TurnStatus.BUDGET_EXHAUSTED,
+    StopReason.CANCELLED: TurnStatus.CANCELLED,
+    StopReason.ERROR: TurnStatus.ERROR,
+}
+
+
+class _Sink:
+    """Where the running Query sends its events: journal first, then the observers."""
+
+    __slots__ = ("session", "turn")
+
+    def __init__(self, session: Session, turn: int) -> None:
+        self.session = session
+        self.turn = turn
+
+    async def send(self, event: QueryEvent, /) -> None:
+        session = self.session
+        if type(event) is MessageCommitted:
+            session._history.append(event.message)
+            await session._commit(MessageRecord(turn=self.turn, message=event.message))
+        session._hub.publish(event)
+
+
+class Session:
+    """A conversation actor. Use ``async with Session(...) as session`` or run it in your
+    own task group with ``await task_group.start(session.run)``.
+
+    ``send`` queues an input (or interrupts the running turn) and returns a
+    handle for the outcome. Observe with ``events()`` (async iteration),
+    ``subscribe()`` or ``on(callback)``. ``directory`` makes it durable: a
+    journal there lets ``Session.reopen`` continue after a crash.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+        config: SessionConfig | None = None,
+        system: SystemPrompt | str | None = None,
+        directory: str | Path | None = None,
+        session_id: str | None = None,
+        parent_id: str | None = None,
+        depth: int = 0,
+        tool_deps: Any = None,
+        child_factory: ChildFactory | None = None,
+        _state: JournalState | None = None,
+    ) -> None:
+        self.config = config if config is not None else SessionConfig()
+        self.id = session_id or (_state.header.session_id if _state else new_id())
+        self.parent_id = parent_id if _state is None else _state.header.parent_id
+        self.depth = depth
+        if isinstance(system, str):
+            system = SystemPrompt(instructions=system)
+        if system is None:
+            system = _state.header.system if _state is not None else SystemPrompt()
+        self.system = system
+        self.directory = Path(directory) if directory is not None else None
+        self.on_session_finalizing: list[FinalizingHook] = []
+        self._provider = provider
+        self._child_factory = child_factory
+        self._base_tools = tools if isinstance(tools, ToolSet) else ToolSet(tools or ())
+        extra = [delegate_tool] if self.config.delegation else []
+        self._tools = ToolSet(
+            [*self._base_tools, *extra],
+            context=SessionContext(self, tool_deps),
+            max_result_chars=self._base_tools.max_result_chars,
+        )
+        self._query = Query(provider, tools=self._tools, config=self.config.query)
+        self._hub = Hub(self.id)
+        self._inbox: deque[tuple[TurnHandle, UserMessage | None]] = deque()
+        self._wake: anyio.Event | None = None
+        self._cancel: CancelToken | None = None
+        self._journal: Journal | None = None
+        self._calibration = Calibration()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._outer: anyio.abc.TaskGroup | None = None
+        self._child_usage = Usage()
+        self._closing = False
+        self._close_reason: CloseReason = "closed"
+        self._closed: anyio.Event | None = None  # made in run(): needs the event loop
+        self._state: Literal["new", "running", "closing", "closed"] = "new"
+        self._restored = _state
+        self._history: list[Message] = list(_state.history) if _state else []
+        self._summary = _state.summary if _state else ""
+        self._usage = _state.usage if _state else Usage()
+        self._turns = _state.turns if _state else 0
+        self._candidates: list[MemoryCandidate] = list(_state.candidates) if _state else []
+        self._reported: set[str] = set(_state.reported) if _state else set()
+
+    # -- construction from disk -------------------------------------------------------
+
+    @classmethod
+    def reopen(
+        cls,
+        directory: str | Path,
+        provider: Provider,
+        *,
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
+        config: SessionConfig | None = None,
+        system: SystemPrompt | str | None = None,
+        tool_deps: Any = None,
+        child_factory: ChildFactory | None = None,
+        depth: int = 0,
+    ) -> Session:
+        """Rebuild a Session from its journal (history, summary, usage, candidates).
+
+        A turn the process died in is closed when the Session starts: each tool
+        call left without a result gets a synthetic "interrupted" one, so the
+        history is valid; finished tool calls are never run again. Use
+        ``continue_turn()`` to let the model pick up where it stopped.
+        """
+        path = Path(directory)
+        state = read_journal(path / JOURNAL_FILE)
+        return cls(
+            provider,
+            tools=tools,
+            config=config,
+            system=system,
+            directory=path,
+            tool_deps=tool_deps,
+            child_factory=child_factory,
+            depth=depth,
+            _state=state,
+        )
+
+    # -- read-only state -----------------------------------------------------------------
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The conversation as the next Query will see it (after any compaction)."""
+        return tuple(self._history)
+
+    @property
+    def summary(self) -> str:
+        return self._summary
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    @property
+    def turns(self) -> int:
+        return self._turns
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def candidates(self) -> tuple[MemoryCandidate, ...]:
+        return tuple(self._candidates)
+
+    @property
+    def busy(self) -> bool:
+        """True while a Query runs."""
+        return self._cancel is not None
+
+    @property
+    def pending_inputs(self) -> int:
+        return len(self._inbox)
+
+    @property
+    def interrupted_turn(self) -> bool:
+        """True if the history ends in a turn the model did not finish (e.g. after a crash)."""
+        return bool(self._history) and not (
+            isinstance(self._history[-1], AssistantMessage)
+            and not self._history[-1].tool_calls
+            and not self._history[-1].interrupted
+        )
+
+    def system_message(self) -> SystemMessage | None:
+        text = self.system.render(self._summary)
+        return SystemMessage(content=text) if text else None
+
+    # -- observing -----------------------------------------------------------------------
+
+    def subscribe(
+        self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
+    ) -> Subscription:
+        """A new subscription (async iterator of ``SessionEvent``) with its own buffer."""
+        subscription = self._hub.subscribe(buffer or self.config.event_buffer, overflow)
+        if self._state == "closed":
+            subscription.end()
+        return subscription
+
+    def events(
+        self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
+    ) -> Subscription:
+        """``async for event in session.events(): ...`` — leaving the loop unsubscribes."""
+        return self.subscribe(buffer=buffer, overflow=overflow)
+
+    def on(
+        self,
+        callback: EventCallback,
+        *,
+        buffer: int | None = None,
+        overflow: OverflowPolicy = "drop_oldest",
+    ) -> Subscription:
+        """Call ``callback`` (sync or async) with every event, from a task of its own.
+
+        A slow callback falls behind and loses events by ``overflow``; it never
+        slows the Session. Close the returned subscription to stop.
+        """
+        if self._task_group is None:
+            raise SessionClosedError("the Session is not running: start it before adding callbacks")
+        subscription = self.subscribe(buffer=buffer, overflow=overflow)
+        self._task_group.start_soon(_pump, subscription, callback)
+        return subscription
+
+    def acknowledge_candidates(self, candidate_ids: Iterable[str]) -> None:
+        """The owner took these candidates; finalising hooks will not get them again."""
+        ids = tuple(i for i in candidate_ids if i not in self._reported)
+        if ids:
+            self._reported.update(ids)
+            if self._journal is not None:
+                self._journal.append(ReportedRecord(candidate_ids=ids))
+
+    # -- input ---------------------------------------------------------------------------
+
+    def send(
+        self,
+        input: str | UserMessage,
+        *,
+        origin: Origin = "user",
+        policy: InputPolicy = "queue",
+    ) -> TurnHandle:
+        """Queue an input; ``policy="interrupt"`` cancels the running turn and goes first.
+
+        ``origin`` records who produced the input (``user``, or ``agent`` for
+        input the Agent synthesised); a ``UserMessage`` keeps its own origin.
+        """
+        if self._closing or self._state == "closed":
+            raise SessionClosedError(f"session {self.id} is closing or closed")
+        message = (
+            input if isinstance(input, UserMessage) else UserMessage(content=input, origin=origin)
+        )
+        handle = TurnHandle(message)
+        if policy == "interrupt":
+            self._inbox.appendleft((handle, message))
+            self.cancel()
+        else:
+            self._inbox.append((handle, message))
+        self._wake_up()
+        return handle
+
+    def continue_turn(self) -> TurnHandle:
+        """Run the model on the history as it is (after a reopen): no new input."""
+        if self._closing or self._state == "closed":
+            raise SessionClosedError(f"session {self.id} is closing or closed")
+        handle = TurnHandle(None)
+        self._inbox.append((handle, None))
+        self._wake_up()
+        return handle
+
+    def cancel(self) -> bool:
+        """Cancel the running Query (if any). Returns whether one was running."""
+        token = self._cancel
+        if token is None:
+            return False
+        token.cancel()
+        return True
+
+    def _wake_up(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        self._outer = anyio.create_task_group()
+        await self._outer.__aenter__()
+        try:
+            await self._outer.start(self.run)
+        except BaseException as exc:
+            await self._outer.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._outer is not None
+        reason: CloseReason = "error" if exc_info[0] is not None else "closed"
+        if exc_info[0] is not None and issubclass(exc_info[0], anyio.get_cancelled_exc_class()):
+            reason = "cancelled"
+        with anyio.CancelScope(shield=True):
+            await self.close(reason)
+        return await self._outer.__aexit__(*exc_info)
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The actor's task: returns once the Session is closed and finalised."""
+        if self._state != "new":
+            raise SessionClosedError(f"session {self.id} has already run")
+        self._closed = anyio.Event()
+        with bind_ids(session_id=self.id):
+            async with anyio.create_task_group() as group:
+                self._task_group = group
+                self._open_journal()
+                self._state = "running"
+                task_status.started()
+                try:
+                    if self._restored is not None and self._restored.open_turn is not None:
+                        await self._close_crashed_turn(self._restored.open_turn)
+                    await self._mailbox()
+                except anyio.get_cancelled_exc_class():
+                    self._close_reason = "cancelled"
+                    raise
+                except Exception as exc:  # a bug or the disk: close cleanly, say why
+                    _log.exception("session.crashed")
+                    self._close_reason = "error"
+                    self._hub.publish(
+                        SessionFailed(
+                            error=ErrorInfo.from_exception(exc), stage="mailbox", fatal=True
+                        )
+                    )
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._finalise()
+                    # Callback pumps drain what is buffered, then end; a stuck one is
+                    # cancelled after a grace period.
+                    group.cancel_scope.deadline = anyio.current_time() + _PUMP_GRACE
+
+    async def close(self, reason: CloseReason = "closed", *, cancel_running: bool = True) -> None:
+        """Close: drop queued inputs, cancel the running turn (unless told not to), run the
+        ``on_session_finalizing`` hooks, write the journal's last record, end every
+        subscription. Waits until all of that is done. Idempotent."""
+        if self._state == "new":
+            self._state = "closed"
+            self._hub.end()
+            return
+        if not self._closing:
+            self._closing = True
+            self._close_reason = reason
+            if cancel_running:
+                self.cancel()
+            self._wake_up()
+        if self._closed is not None:
+            await self._closed.wait()
+
+    async def wait_closed(self) -> None:
+        if self._closed is not None:
+            await self._closed.wait()
+
+    # -- the mailbox -----------------------------------------------------------------------
+
+    async def _mailbox(self) -> None:
+        while True:
+            while not self._inbox or self._closing:
+                if self._closing:
+                    return
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            handle, message = self._inbox.popleft()
+            await self._turn(handle, message)
+
+    def _open_journal(self) -> None:
+        if self.directory is None:
+            return
+        self._journal = Journal(self.directory / JOURNAL_FILE, fsync=self.config.fsync)
+        if self._restored is None:
+            self._journal.append(
+                HeaderRecord(
+                    session_id=self.id,
+                    created_at=now(),
+                    system=self.system,
+                    parent_id=self.parent_id,
+                )
+            )
+
+    async def _commit(self, record: Record) -> None:
+        if self._journal is not None:
+            await self._journal.commit(record)
+
+    async def _close_crashed_turn(self, turn: int) -> None:
+        """Give every tool call of the crashed turn a result, then end the turn."""
+        answered = {m.tool_call_id for m in self._history if isinstance(m, ToolMessage)}
+        for message in list(self._history):
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        synthetic = ToolMessage(
+                            tool_call_id=call.id,
+                            tool_name=call.name,
+                            content=INTERRUPTED_BY_CRASH,
+                            is_error=True,
+                            synthetic=True,
+                        )
+                        self._history.append(synthetic)
+                        await self._commit(MessageRecord(turn=turn, message=synthetic))
+        outcome = TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED)
+        await self._commit(TurnEndRecord(outcome=outcome))
+        if self._journal is not None:
+            await self._journal.sync()
+        _log.warning("session.crashed_turn_closed", turn=turn)
+
+    async def _turn(self, handle: TurnHandle, message: UserMessage | None) -> None:
+        limit = self.config.max_turns
+        if limit is not None and self._turns >= limit:
+            outcome = TurnOutcome(
+                turn=self._turns,
+                status=TurnStatus.BUDGET_EXHAUSTED,
+                error=ErrorInfo(
+                    type="TurnBudgetExhausted",
+                    message=f"this Session answers at most {limit} turns",
+                ),
+                input_id=message.id if message else None,
+            )
+            self._hub.publish(TurnDone(outcome=outcome))
+            handle._resolve(outcome)
+            return
+        self._turns += 1
+        turn = self._turns
+        start = len(self._history)
+        if message is not None:
+            await self._commit(InputRecord(turn=turn, message=message))
+            self._history.append(message)
+        self._hub.publish(TurnStarted(turn=turn, input=message))
+        self._child_usage = Usage()
+        usage = Usage()
+        await self._compact_if_needed("proactive")
+        result = await self._run_query(turn)
+        usage = usage + result.usage
+        too_long = result.error is not None and result.error.type == "ContextTooLongError"
+        if too_long and await self._compact("context_too_long"):
+            result = await self._run_query(turn)
+            usage = usage + result.usage
+        usage = usage + self._child_usage
+        outcome = TurnOutcome(
+            turn=turn,
+            status=_STATUS[result.stop_reason],
+            text=result.text,
+            usage=usage,
+            error=result.error,
+            input_id=message.id if message else None,
+        )
+        self._usage = self._usage + usage
+        await self._commit(TurnEndRecord(outcome=outcome))
+        if self._journal is not None and self.config.fsync == "turn":
+            await self._journal.sync()
+        self._hub.publish(TurnDone(outcome=outcome))
+        handle._resolve(outcome)
+        if self.config.extract_memory and not self._closing:
+            await self._extract(turn, self._history[min(start, len(self._history)) :])
+
+    async def _run_query(self, turn: int) -> QueryResult:
+        system = self.system_message()
+        messages = [system, *self._history] if system is not None else list(self._history)
+        token = self._cancel = CancelToken()
+        if self._closing:
+            token.cancel()
+        try:
+            result = await self._query.run(messages, channel=_Sink(self, turn), cancel=token)
+        finally:
+            self._cancel = None
+        if result.last_prompt_tokens:
+            # The last request held everything but the final assistant message.
+            sent = messages[: len(messages) - 1] if result.messages else messages
+            self._calibration.update(result.last_prompt_tokens, sum(map(message_chars, sent)))
+        return result
+
+    # -- between Queries -----------------------------------------------------------------------
+
+    def estimated_tokens(self) -> int:
+        """Estimated prompt tokens of the next request."""
+        system = self.system_message()
+        chars = sum(map(message_chars, self._history)) + (message_chars(system) if system else 0)
+        return self._calibration.tokens(chars)
+
+    async def _compact_if_needed(self, reason: str) -> None:
+        if self.estimated_tokens() > self.config.context_window * self.config.compact_at:
+            await self._compact(reason)
+
+    async def _compact(self, reason: str) -> bool:
+        """Summarise the older history. Returns False when there was nothing to compact."""
+        config = self.config
+        cut = split_point(self._history, config.keep_recent_tokens, self._calibration)
+        if cut == 0:
+            return False
+        before = self.estimated_tokens()
+        older = self._history[:cut]
+        method = "summary"
+        try:
+            summary = await summarise(
+                self._provider,
+                older,
+                self._summary,
+                max_tokens=config.summary_max_tokens,
+                input_tokens=config.summariser_input_tokens,
+                calibration=self._calibration,
+            )
+        except Exception as exc:
+            _log.warning("session.summary_failed", error=str(exc))
+            method = "digest"
+            summary = digest(
+                older,
+                self._summary,
+                int(config.summary_max_tokens * self._calibration.chars_per_token),
+            )
+        await self._commit(CompactedRecord(summary=summary, removed=cut, method=method))
+        self._summary = summary
+        del self._history[:cut]
+        after = self.estimated_tokens()
+        self._hub.publish(
+            Compacted(
+                before_tokens=before,
+                after_tokens=after,
+                removed_messages=cut,
+                method=method,
+                reason=reason,
+            )
+        )
+        return True
+
+    async def _extract(self, turn: int, messages: list[Message]) -> None:
+        try:
+            candidates = await extract_candidates(
+                self._provider,
+                messages,
+                session_id=self.id,
+                turn=turn,
+                max_tokens=self.config.extraction_max_tokens,
+            )
+        except Exception as exc:
+            _log.warning("session.extraction_failed", turn=turn, error=str(exc))
+            self._hub.publish(
+                SessionFailed(error=ErrorInfo.from_exception(exc), stage="extraction")
+            )
+            return
+        if not candidates:
+            return
+        await self._commit(CandidatesRecord(candidates=tuple(candidates)))
+        self._candidates.extend(candidates)
+        self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
+
+    # -- children ------------------------------------------------------------------------------
+
+    def _add_child_usage(self, usage: Usage) -> None:
+        self._child_usage = self._child_usage + usage
+
+    async def _spawn_child(self, task: str) -> tuple[Session, bool]:
+        """A running child Session; ``True`` when this Session owns (and must close) it."""
+        if self._child_factory is not None:
+            return await self._child_factory(self, task), False
+        assert self._task_group is not None
+        child_id = new_id()
+        child = Session(
+            self._provider,
+            tools=self._base_tools,
+            config=self.config,
+            system=SystemPrompt(
+                instructions="You are a helper working on one delegated task. Do it and reply "
+                "with the result only.",
+                persona=self.system.persona,
+            ),
+            directory=self.directory / "children" / child_id if self.directory else None,
+            session_id=child_id,
+            parent_id=self.id,
+            depth=self.depth + 1,
+        )
+        await self._task_group.start(child.run)
+        return child, True
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def _finalise(self) -> None:
+        self._closing = True
+        self._state = "closing"
+        reason = self._close_reason
+        while self._inbox:
+            handle, message = self._inbox.popleft()
+            handle._resolve(
+                TurnOutcome(
+                    turn=self._turns,
+                    status=TurnStatus.CANCELLED,
+                    input_id=message.id if message else None,
+                )
+            )
+        self._hub.publish(SessionFinalizing(reason=reason))
+        context = FinalizingContext(
+            session_id=self.id,
+            reason=reason,
+            candidates=tuple(c for c in self._candidates if c.id not in self._reported),
+            usage=self._usage,
+            turns=self._turns,
+            parent_id=self.parent_id,
+        )
+        for hook in list(self.on_session_finalizing):
+            try:
+                value = hook(context)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception as exc:
+                _log.exception("session.finalizing_hook_failed", hook=repr(hook))
+                self._hub.publish(
+                    SessionFailed(error=ErrorInfo.from_exception(exc), stage="finalizing_hook")
+                )
+        if self._journal is not None:
+            try:
+                self._journal.append(ClosedRecord(reason=reason, at=now()))
+                await self._journal.sync()
+            finally:
+                self._journal.close()
+        self._state = "closed"
+        self._hub.publish(SessionClosed(reason=reason))
+        self._hub.end()
+        if self._closed is not None:
+            self._closed.set()
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"
+
+
+async def _pump(subscription: Subscription, callback: EventCallback) -> None:
+    async for event in subscription:
+        try:
+            value = callback(event)
+            if inspect.isawaitable(value):
+                await value
+        except Exception:
+            _log.exception("session.callback_failed", callback=repr(callback))

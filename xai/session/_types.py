@@ -1,0 +1,110 @@
+"""Values of the Session API: its configuration, turn handles, finalising hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import anyio
+import msgspec
+
+from xai.exceptions import ConfigurationError
+from xai.messages import CloseReason, MemoryCandidate, TurnOutcome, Usage, UserMessage
+from xai.query import QueryConfig
+from xai.session._journal import FsyncPolicy
+
+if TYPE_CHECKING:
+    from xai.session._session import Session
+
+__all__ = [
+    "ChildFactory",
+    "FinalizingContext",
+    "FinalizingHook",
+    "InputPolicy",
+    "SessionConfig",
+    "TurnHandle",
+]
+
+InputPolicy: TypeAlias = Literal["queue", "interrupt"]
+
+
+class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How a Session runs. Token figures are the model's tokens, estimated between Queries."""
+
+    query: QueryConfig = QueryConfig()
+    """Limits of each Query (rounds, output tokens, tool timeout and concurrency)."""
+    max_turns: int | None = None
+    """Inputs this Session will answer; later ones end at once as ``budget_exhausted``."""
+    context_window: int = 128_000
+    compact_at: float = 0.8
+    """Compact when the next request is estimated above this share of ``context_window``."""
+    keep_recent_tokens: int = 8_000
+    """Recent history kept verbatim by a compaction."""
+    summary_max_tokens: int = 1_000
+    summariser_input_tokens: int = 24_000
+    """The summariser's own input limit: older history beyond it is cut in the middle."""
+    extract_memory: bool = False
+    """Ask the model for L1 memory candidates after each turn (an Agent turns this on)."""
+    extraction_max_tokens: int = 1_000
+    fsync: FsyncPolicy = "turn"
+    event_buffer: int = 1_000
+    """Default buffer of each subscription (events)."""
+    delegation: bool = False
+    """Give the model the built-in ``delegate`` tool (sub-agents)."""
+    max_delegation_depth: int = 2
+
+    def __post_init__(self) -> None:
+        if not 0.1 <= self.compact_at <= 1.0:
+            raise ConfigurationError(f"compact_at must be within 0.1..1.0, got {self.compact_at}")
+        if self.keep_recent_tokens >= self.context_window:
+            raise ConfigurationError("keep_recent_tokens must be smaller than context_window")
+
+
+class FinalizingContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``on_session_finalizing`` hooks receive, once, before the Session lets go."""
+
+    session_id: str
+    reason: CloseReason
+    candidates: tuple[MemoryCandidate, ...]
+    """Candidates the owner has not acknowledged yet (``acknowledge_candidates``)."""
+    usage: Usage
+    turns: int
+    parent_id: str | None = None
+
+
+FinalizingHook: TypeAlias = Callable[[FinalizingContext], Awaitable[None] | None]
+ChildFactory: TypeAlias = Callable[["Session", str], Awaitable["Session"]]
+"""The owner's hook for delegation: make and start a child Session for a task."""
+
+
+class TurnHandle:
+    """What ``send`` gives back: await it (or ``result()``) for the turn's outcome."""
+
+    __slots__ = ("_done", "_outcome", "input")
+
+    def __init__(self, message: UserMessage | None) -> None:
+        self.input = message
+        """The input this turn answers (``None`` for ``continue_turn``)."""
+        self._done = anyio.Event()
+        self._outcome: TurnOutcome | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    @property
+    def outcome(self) -> TurnOutcome | None:
+        return self._outcome
+
+    def _resolve(self, outcome: TurnOutcome) -> None:
+        if self._outcome is None:
+            self._outcome = outcome
+            self._done.set()
+
+    async def result(self) -> TurnOutcome:
+        await self._done.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def __await__(self) -> Any:
+        return self.result().__await__()
