@@ -22,6 +22,9 @@ async def test_demo_in_process() -> None:
     assert "SCRIPTED model" in text
     assert "get_weather" in text and "Paris: light rain, 57.2 °F" in text
     assert "done: stop=end_turn rounds=2 requests=2" in text
+    assert "assistant: Your name is Ada." in text  # the Session kept the conversation
+    assert 'candidates handed to the finalising hook: ["The user\'s name is Ada."]' in text
+    assert "header, input, message, turn_end" in text
 
 
 def test_xai_demo_command() -> None:
