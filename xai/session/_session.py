@@ -118,6 +118,7 @@ class _Sink:
         session = self.session
         if type(event) is MessageCommitted:
             session._history.append(event.message)
+            session._turn_messages.append(event.message)
             await session._commit(MessageRecord(turn=self.turn, message=event.message))
         session._hub.publish(event)
 
@@ -177,6 +178,7 @@ class Session:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
         self._child_usage = Usage()
+        self._turn_messages: list[Message] = []
         self._closing = False
         self._close_reason: CloseReason = "closed"
         self._closed: anyio.Event | None = None  # made in run(): needs the event loop
@@ -514,7 +516,7 @@ class Session:
             return
         self._turns += 1
         turn = self._turns
-        start = len(self._history)
+        self._turn_messages = [message] if message is not None else []
         if message is not None:
             await self._commit(InputRecord(turn=turn, message=message))
             self._history.append(message)
@@ -544,7 +546,8 @@ class Session:
         self._hub.publish(TurnDone(outcome=outcome))
         handle._resolve(outcome)
         if self.config.extract_memory and not self._closing:
-            await self._extract(turn, self._history[min(start, len(self._history)) :])
+            # What this turn added (compaction may have shortened the history meanwhile).
+            await self._extract(turn, self._turn_messages)
 
     async def _run_query(self, turn: int) -> QueryResult:
         system = self.system_message()
