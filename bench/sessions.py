@@ -49,27 +49,35 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import msgspec
 
 import xai
-from xai.events import EventsDropped, SessionEvent, TextDelta, TurnDone
-from xai.messages import Message, TurnStatus, UserMessage
+from xai.events import EventsDropped, SessionEvent, TurnDone
+from xai.messages import Message, TurnOutcome, TurnStatus, UserMessage
 from xai.providers import ProviderRequest
 from xai.session import Session, SessionConfig
 from xai.testing import Reply, Rule, Script, ScriptedCall, ScriptedProvider
 
-CpuVariant = Literal["query", "session", "journal_off", "journal_turn"]
-CPU_VARIANTS: tuple[CpuVariant, ...] = ("query", "session", "journal_off", "journal_turn")
-Child = Literal["query", "session", "journal_off", "journal_turn", "idle", "crowd", "events"]
+CpuVariant = Literal["query", "bare_session", "session", "journal_off", "journal_turn"]
+CPU_VARIANTS: tuple[CpuVariant, ...] = (
+    "query",
+    "bare_session",
+    "session",
+    "journal_off",
+    "journal_turn",
+)
+Child = Literal[CpuVariant, "idle", "crowd", "events"]
 CHILDREN: tuple[Child, ...] = (*CPU_VARIANTS, "idle", "crowd", "events")
 Section = Literal["cpu", "memory", "crowd", "events"]
 SECTIONS: tuple[Section, ...] = ("cpu", "memory", "crowd", "events")
@@ -91,6 +99,8 @@ OBSERVER_BUFFER = 10 * STREAM_CHUNKS
 SLOW_BUFFER = 100
 SLOW_DELAY = 0.001
 CATCH_UP_SECONDS = 30.0
+
+T = TypeVar("T", bound=msgspec.Struct)
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,6 +143,8 @@ class IdleFigures(msgspec.Struct, frozen=True, kw_only=True):
     """Per Session constructed but not started."""
     idle_bytes: float
     """Per Session started and idle (tasks included)."""
+    gc_objects: float
+    """Objects the garbage collector tracks, per idle Session (what each collection walks)."""
     top: list[Allocation]
 
 
@@ -154,12 +166,15 @@ class ObserverCount(msgspec.Struct, frozen=True, kw_only=True):
     """Events received, gap markers (``EventsDropped``) not counted."""
     dropped: int
     """Events reported lost by ``EventsDropped``."""
+    gaps: int
+    """``EventsDropped`` notices received."""
 
 
 class EventRun(msgspec.Struct, frozen=True, kw_only=True):
     turns: int
     wall_s: float
     """From the first input until every fast observer had the last ``turn_done``."""
+    cpu_s: float
     published: int
     """Events the Session published during the turns."""
     observers: list[ObserverCount]
@@ -170,6 +185,8 @@ class EventFigures(msgspec.Struct, frozen=True, kw_only=True):
     with_slow: EventRun
     slow_total_published: int
     """Everything the Session published, its close included (what the slow observer could get)."""
+    slow_during_turns: int
+    """Events the slow observer had received when the fast ones had the last ``turn_done``."""
 
 
 # -- the exchange ---------------------------------------------------------------------------
@@ -210,7 +227,9 @@ def exchange_provider() -> ScriptedProvider:
             rules=[
                 Rule(
                     last_role="user",
-                    reply=Reply(tool_calls=(ScriptedCall(name=TOOL_NAME, arguments=TOOL_ARGUMENTS),)),
+                    reply=Reply(
+                        tool_calls=(ScriptedCall(name=TOOL_NAME, arguments=TOOL_ARGUMENTS),)
+                    ),
                 ),
                 Rule(last_role="tool", reply=Reply(text=FINAL_TEXT, text_chunks=TEXT_CHUNKS)),
             ]
@@ -226,7 +245,7 @@ def stream_provider() -> ScriptedProvider:
     return provider
 
 
-def check_outcome(outcome: xai.messages.TurnOutcome, text: str = FINAL_TEXT) -> None:
+def check_outcome(outcome: TurnOutcome, text: str = FINAL_TEXT) -> None:
     if outcome.status is not TurnStatus.COMPLETED or outcome.text != text:
         raise AssertionError(f"unexpected turn outcome: {outcome!r}")
 
@@ -244,19 +263,21 @@ def check_result(result: xai.QueryResult) -> None:
 class Tally:
     """One observer's count of what it received."""
 
-    __slots__ = ("delay", "dropped", "events", "name", "turns_done")
+    __slots__ = ("delay", "dropped", "events", "gaps", "name", "turns_done")
 
     def __init__(self, name: str, delay: float = 0.0) -> None:
         self.name = name
         self.delay = delay
         self.events = 0
         self.dropped = 0
+        self.gaps = 0
         self.turns_done = 0
 
     def see(self, item: SessionEvent) -> None:
         body = item.event
         if type(body) is EventsDropped:
             self.dropped += body.count
+            self.gaps += 1
             return
         self.events += 1
         if type(body) is TurnDone:
@@ -268,7 +289,9 @@ class Tally:
             await anyio.sleep(self.delay)
 
     def figures(self) -> ObserverCount:
-        return ObserverCount(name=self.name, events=self.events, dropped=self.dropped)
+        return ObserverCount(
+            name=self.name, events=self.events, dropped=self.dropped, gaps=self.gaps
+        )
 
 
 async def _consume(subscription: xai.session.Subscription, tally: Tally) -> None:
@@ -292,7 +315,7 @@ async def caught_up(tallies: Sequence[Tally], turns: int) -> None:
         if time.perf_counter() > deadline:
             counts = {t.name: t.turns_done for t in tallies}
             raise AssertionError(f"observers did not catch up with {turns} turns: {counts}")
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
 
 
 # -- part 1: CPU per turn, in a child ----------------------------------------------------------
@@ -327,12 +350,13 @@ async def session_block(
     totals: _Totals,
     config: SessionConfig,
     directory: Path | None,
+    observed: bool,
 ) -> None:
     cpu0 = time.process_time()
     async with anyio.create_task_group() as group:
         session = Session(provider, tools=TOOLS, config=config, directory=directory)
         await group.start(session.run)
-        tallies = watch(session, group, config.event_buffer)
+        tallies = watch(session, group, config.event_buffer) if observed else []
         cpu1, wall1 = time.process_time(), time.perf_counter()
         for _ in range(turns):
             outcome = await session.send(PROMPT)
@@ -343,15 +367,15 @@ async def session_block(
         await session.close()
     cpu3 = time.process_time()
     counts = {(t.events, t.dropped) for t in tallies}
-    if len(counts) != 1 or any(t.dropped for t in tallies):
+    if len(counts) > 1 or any(t.dropped for t in tallies):
         raise AssertionError(f"the observers disagree: {[t.figures() for t in tallies]}")
     totals.cpu += cpu2 - cpu1
     totals.wall += wall2 - wall1
     totals.lifecycle += (cpu1 - cpu0) + (cpu3 - cpu2)
     totals.turns += turns
     totals.sessions += 1
-    totals.events += tallies[0].events - 3  # less finalizing, closed and nothing else
-    # (an observer also gets the Session's ``finalizing`` and ``closed``: not a turn's events)
+    if tallies:  # ``finalizing`` and ``closed`` are no turn's events
+        totals.events += tallies[0].events - 2
 
 
 async def run_cpu(variant: CpuVariant, plan: Plan) -> CpuFigures:
@@ -369,7 +393,8 @@ async def run_cpu(variant: CpuVariant, plan: Plan) -> CpuFigures:
             await query_block(query, turns, totals)
         else:
             directory = workdir / f"s{blocks}" if variant.startswith("journal") else None
-            await session_block(provider, turns, totals, config, directory)
+            observed = variant != "bare_session"
+            await session_block(provider, turns, totals, config, directory, observed)
 
     try:
         warm = _Totals()
@@ -401,13 +426,19 @@ async def run_cpu(variant: CpuVariant, plan: Plan) -> CpuFigures:
 # -- part 2: memory, in a child ----------------------------------------------------------------
 
 
+_ROOTS = (
+    *(sysconfig.get_paths()[key] + "/" for key in ("purelib", "platlib", "stdlib")),
+    str(Path(__file__).resolve().parents[1]) + "/",
+)
+
+
 def _where(trace: tracemalloc.StatisticDiff) -> str:
+    """``file:line`` of an allocation, relative to the repository, site-packages or stdlib."""
     frame = trace.traceback[0]
     filename = frame.filename
-    for marker in ("/xai/", "/anyio/", "/asyncio/", "/structlog/", "/msgspec/"):
-        index = filename.rfind(marker)
-        if index >= 0:
-            filename = filename[index + 1 :]
+    for root in _ROOTS:
+        if filename.startswith(root):
+            filename = filename[len(root) :]
             break
     return f"{filename}:{frame.lineno}"
 
@@ -422,6 +453,7 @@ async def run_idle(plan: Plan) -> IdleFigures:
             check_outcome(await session.send(PROMPT))
             await session.close()
     gc.collect()
+    objects = len(gc.get_objects())
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     base = tracemalloc.get_traced_memory()[0]
@@ -432,10 +464,11 @@ async def run_idle(plan: Plan) -> IdleFigures:
         for session in sessions:
             await group.start(session.run)
         for _ in range(5):  # let every Session's task settle into its mailbox wait
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         gc.collect()
         idle = tracemalloc.get_traced_memory()[0]
         after = tracemalloc.take_snapshot()
+        objects = len(gc.get_objects()) - objects
         if any(s.state != "running" or s.busy for s in sessions):
             raise AssertionError("a Session is not idle")
         for session in sessions:
@@ -453,6 +486,7 @@ async def run_idle(plan: Plan) -> IdleFigures:
         sessions=n,
         object_bytes=(constructed - base) / n,
         idle_bytes=(idle - base) / n,
+        gc_objects=objects / n,
         top=top,
     )
 
@@ -507,7 +541,7 @@ async def run_crowd(plan: Plan) -> CrowdFigures:
 # -- part 3: event fan-out, in a child ------------------------------------------------------------
 
 
-async def event_run(turns: int, slow: bool) -> tuple[EventRun, int]:
+async def event_run(turns: int, slow: bool) -> tuple[EventRun, int, int]:
     provider = stream_provider()
     text = "x" * STREAM_CHUNKS
     async with anyio.create_task_group() as group:
@@ -518,12 +552,13 @@ async def event_run(turns: int, slow: bool) -> tuple[EventRun, int]:
         if slow:
             session.on(slow_tally.see_async, buffer=SLOW_BUFFER)
         seq0 = session._hub.seq
-        t0 = time.perf_counter()
+        cpu0, t0 = time.process_time(), time.perf_counter()
         for _ in range(turns):
             check_outcome(await session.send(PROMPT), text)
         await caught_up(tallies, turns)
-        wall = time.perf_counter() - t0
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
         published = session._hub.seq - seq0
+        slow_during_turns = slow_tally.events
         await session.close()
         total = session._hub.seq
     for tally in tallies:
@@ -536,15 +571,18 @@ async def event_run(turns: int, slow: bool) -> tuple[EventRun, int]:
     observers = [t.figures() for t in tallies]
     if slow:
         observers.append(slow_tally.figures())
-    return EventRun(turns=turns, wall_s=wall, published=published, observers=observers), total
+    run = EventRun(turns=turns, wall_s=wall, cpu_s=cpu, published=published, observers=observers)
+    return run, total, slow_during_turns
 
 
 async def run_events(plan: Plan) -> EventFigures:
     await event_run(2, slow=False)  # warm up
     gc.collect()
-    fast, _ = await event_run(plan.event_turns, slow=False)
-    with_slow, total = await event_run(plan.event_turns, slow=True)
-    return EventFigures(fast=fast, with_slow=with_slow, slow_total_published=total)
+    fast, _, _ = await event_run(plan.event_turns, slow=False)
+    with_slow, total, during = await event_run(plan.event_turns, slow=True)
+    return EventFigures(
+        fast=fast, with_slow=with_slow, slow_total_published=total, slow_during_turns=during
+    )
 
 
 def child(kind: Child, plan: Plan) -> int:
@@ -564,7 +602,7 @@ def child(kind: Child, plan: Plan) -> int:
 # -- orchestrating, in the parent ---------------------------------------------------------------
 
 
-def run_child[T: msgspec.Struct](kind: Child, plan: Plan, type_: type[T]) -> T:
+def run_child(kind: Child, plan: Plan, type_: type[T]) -> T:
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -579,3 +617,269 @@ def run_child[T: msgspec.Struct](kind: Child, plan: Plan, type_: type[T]) -> T:
         sys.stderr.write(done.stderr)
         raise RuntimeError(f"the {kind} child failed (exit code {done.returncode})")
     return msgspec.json.decode(lines[-1], type=type_)
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def cpu_part(plan: Plan, repeats: int, summary: dict[str, object]) -> bool:
+    print(
+        f"cpu: 1 async tool call then {TEXT_CHUNKS} text chunks per turn; per process "
+        f"{plan.warmup} warm-up + {plan.turns} measured turns (capped at {plan.max_seconds:g}s), "
+        f"a fresh history/Session every {plan.turns_per_session} turns; {repeats} rounds"
+    )
+    results: dict[CpuVariant, list[CpuFigures]] = {v: [] for v in CPU_VARIANTS}
+    for round_ in range(repeats):
+        order = CPU_VARIANTS if round_ % 2 == 0 else CPU_VARIANTS[::-1]
+        for variant in order:
+            figures = run_child(variant, plan, CpuFigures)
+            results[variant].append(figures)
+            print(
+                f"  round {round_ + 1} {variant:>12}: {figures.cpu_ms_per_turn:.3f} ms CPU/turn, "
+                f"{figures.wall_ms_per_turn:.3f} ms wall/turn ({figures.turns} turns)"
+            )
+    cpu = {v: _median([r.cpu_ms_per_turn for r in results[v]]) for v in CPU_VARIANTS}
+    wall = {v: _median([r.wall_ms_per_turn for r in results[v]]) for v in CPU_VARIANTS}
+    lifecycle = _median([r.lifecycle_cpu_ms for r in results["session"]])
+    per_turn_events = _median([r.events_per_turn for r in results["session"]])
+    for variant in CPU_VARIANTS:
+        print(
+            f"{variant:>12}: {cpu[variant]:.3f} ms CPU/turn, {wall[variant]:.3f} ms wall/turn "
+            f"(median of {repeats}); x{cpu[variant] / cpu['query']:.3f} of query's CPU"
+        )
+    ratio = cpu["session"] / cpu["query"]
+    per_round = [
+        s.cpu_ms_per_turn / q.cpu_ms_per_turn
+        for q, s in zip(results["query"], results["session"], strict=True)
+    ]
+    met = ratio <= GOAL_CPU_RATIO
+    print(
+        f"session/query CPU ratio: {ratio:.3f} (per round: "
+        f"{', '.join(f'{r:.3f}' for r in per_round)}; goal <= {GOAL_CPU_RATIO}: "
+        f"{'met' if met else 'NOT met'}); each observer got {per_turn_events:g} events/turn"
+    )
+    extra = cpu["session"] - cpu["query"]
+    actor = cpu["bare_session"] - cpu["query"]
+    print(
+        f"the Session's extra {extra:.3f} ms/turn: {actor:.3f} the Session itself (no observers), "
+        f"{extra - actor:.3f} the three observers; a journal adds "
+        f"{cpu['journal_off'] - cpu['session']:.3f} (fsync off), "
+        f"{cpu['journal_turn'] - cpu['session']:.3f} (fsync per turn)"
+    )
+    print(f"a Session's start (with its 3 observers) and close: {lifecycle:.3f} ms CPU")
+    others = [v for v in CPU_VARIANTS if v != "query"]
+    summary.update(
+        {f"{v}_cpu_ms_per_turn": round(cpu[v], 4) for v in CPU_VARIANTS}
+        | {f"{v}_wall_ms_per_turn": round(wall[v], 4) for v in CPU_VARIANTS}
+        | {f"{v}_vs_query_cpu_ratio": round(cpu[v] / cpu["query"], 4) for v in others}
+        | {f"{v}_vs_query_wall_ratio": round(wall[v] / wall["query"], 4) for v in others}
+        | {
+            "journal_off_vs_session_cpu_ratio": round(cpu["journal_off"] / cpu["session"], 4),
+            "session_lifecycle_cpu_ms": round(lifecycle, 4),
+            "observer_events_per_turn": per_turn_events,
+            "goal_max_cpu_ratio": GOAL_CPU_RATIO,
+            "cpu_goal_met": met,
+            "turns": plan.turns,
+            "turns_measured_min": min(r.turns for rs in results.values() for r in rs),
+            "turns_per_session": plan.turns_per_session,
+            "repeats": repeats,
+        }
+    )
+    return met
+
+
+def memory_part(plan: Plan, summary: dict[str, object]) -> bool:
+    figures = run_child("idle", plan, IdleFigures)
+    met = figures.idle_bytes <= GOAL_IDLE_BYTES
+    print(
+        f"memory: {figures.sessions} idle Sessions (no directory, no observers): "
+        f"{figures.idle_bytes / 1024:.2f} KiB each, tasks included "
+        f"({figures.object_bytes / 1024:.2f} KiB before starting; "
+        f"{figures.gc_objects:.0f} objects the GC tracks); goal <= "
+        f"{GOAL_IDLE_BYTES // 1024} KiB: {'met' if met else 'NOT met'}"
+    )
+    print("  largest allocations per idle Session (tracemalloc, by line):")
+    for item in figures.top[:10]:
+        print(
+            f"    {item.bytes_per_session:8.0f} B  {item.blocks_per_session:5.1f} blocks  "
+            f"{item.where}"
+        )
+    summary.update(
+        {
+            "idle_sessions": figures.sessions,
+            "idle_session_bytes": round(figures.idle_bytes),
+            "idle_session_object_bytes": round(figures.object_bytes),
+            "idle_session_gc_objects": round(figures.gc_objects, 1),
+            "goal_max_idle_bytes": GOAL_IDLE_BYTES,
+            "idle_goal_met": met,
+        }
+    )
+    return met
+
+
+def crowd_part(plan: Plan, summary: dict[str, object]) -> None:
+    timed = run_child("crowd", msgspec.structs.replace(plan, traced=False), CrowdFigures)
+    traced = run_child("crowd", msgspec.structs.replace(plan, traced=True), CrowdFigures)
+    n = timed.sessions
+    wall = timed.start_s + timed.turns_s + timed.close_s
+    growth_kib = timed.peak_rss_kib - timed.baseline_rss_kib
+    print(
+        f"crowd: {n} concurrent Sessions on one ScriptedProvider, one turn each (all completed): "
+        f"start {timed.start_s:.2f}s, turns {timed.turns_s:.2f}s "
+        f"({n / timed.turns_s:.0f} turns/s), close {timed.close_s:.2f}s; "
+        f"{wall:.2f}s wall, {timed.cpu_s:.2f}s CPU in all"
+    )
+    print(
+        f"  peak RSS {timed.peak_rss_kib / 1024:.1f} MiB ({growth_kib / 1024:.1f} MiB above the "
+        f"{timed.baseline_rss_kib / 1024:.1f} MiB before, {growth_kib / n:.2f} KiB/Session); "
+        f"tracemalloc peak {traced.traced_peak_bytes / 2**20:.1f} MiB "
+        f"({traced.traced_peak_bytes / n / 1024:.2f} KiB/Session; that run took "
+        f"{traced.start_s + traced.turns_s + traced.close_s:.2f}s)"
+    )
+    summary.update(
+        {
+            "crowd_sessions": n,
+            "crowd_all_completed": True,
+            "crowd_wall_s": round(wall, 3),
+            "crowd_start_s": round(timed.start_s, 3),
+            "crowd_turns_s": round(timed.turns_s, 3),
+            "crowd_close_s": round(timed.close_s, 3),
+            "crowd_cpu_s": round(timed.cpu_s, 3),
+            "crowd_turns_per_second": round(n / timed.turns_s, 1),
+            "crowd_peak_rss_mib": round(timed.peak_rss_kib / 1024, 2),
+            "crowd_rss_growth_mib": round(growth_kib / 1024, 2),
+            "crowd_rss_kib_per_session": round(growth_kib / n, 3),
+            "crowd_traced_peak_mib": round(traced.traced_peak_bytes / 2**20, 2),
+            "crowd_traced_peak_kib_per_session": round(traced.traced_peak_bytes / n / 1024, 3),
+        }
+    )
+
+
+def events_part(plan: Plan, summary: dict[str, object]) -> None:
+    figures = run_child("events", plan, EventFigures)
+    fast, with_slow = figures.fast, figures.with_slow
+    # Every fast observer got every event (the child checks): one rate stands for all three.
+    rate = fast.published / fast.wall_s
+    print(
+        f"events: {fast.turns} turns of {STREAM_CHUNKS} one-character chunks "
+        f"({fast.published / fast.turns:g} events/turn), 3 observers ("
+        + ", ".join(o.name for o in fast.observers)
+        + f"; buffer {OBSERVER_BUFFER}): {rate:,.0f} events/s to each "
+        f"({3 * rate:,.0f} deliveries/s; {fast.cpu_s * 1e6 / fast.published:.2f} us CPU/event "
+        "in all), none dropped"
+    )
+    slow = with_slow.observers[-1]
+    slowdown = with_slow.wall_s / fast.wall_s
+    print(
+        f"  with a 4th, slow observer (buffer {SLOW_BUFFER}, {SLOW_DELAY * 1000:g} ms/event): it "
+        f"got {slow.events} of {figures.slow_total_published} events "
+        f"({figures.slow_during_turns} while the turns ran, the rest after they ended) and "
+        f"missed {slow.dropped}, reported in {slow.gaps} events_dropped notices; the fast three "
+        f"dropped none; the turns took x{slowdown:.3f} the time they took without it"
+    )
+    summary.update(
+        {
+            "events_per_second_per_observer": round(rate),
+            "event_deliveries_per_second": round(3 * rate),
+            "event_cpu_us_per_event": round(fast.cpu_s * 1e6 / fast.published, 3),
+            "events_per_stream_turn": fast.published / fast.turns,
+            "event_turns": fast.turns,
+            "events_dropped_fast_observers": 0,
+            "slow_observer_published": figures.slow_total_published,
+            "slow_observer_received": slow.events,
+            "slow_observer_received_during_turns": figures.slow_during_turns,
+            "slow_observer_missed": slow.dropped,
+            "slow_observer_gap_notices": slow.gaps,
+            "slow_observer_session_wall_ratio": round(slowdown, 4),
+        }
+    )
+
+
+def parent(plan: Plan, repeats: int, sections: Sequence[Section], check_goal: bool) -> int:
+    summary: dict[str, object] = {}
+    met = True
+    if "cpu" in sections:
+        met = cpu_part(plan, repeats, summary) and met
+    if "memory" in sections:
+        met = memory_part(plan, summary) and met
+    if "crowd" in sections:
+        crowd_part(plan, summary)
+    if "events" in sections:
+        events_part(plan, summary)
+    summary["goal_met"] = met
+    print(json.dumps(summary))
+    return 1 if check_goal and not met else 0
+
+
+QUICK = Plan(turns=300, warmup=50, min_turns=50, idle=500, crowd=2_000, event_turns=5)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    default = Plan()
+    parser = argparse.ArgumentParser(
+        description="A Session's CPU per turn against a bare Query, its memory, its event fan-out."
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer turns and Sessions")
+    parser.add_argument("--turns", type=int, help=f"measured turns per process ({default.turns})")
+    parser.add_argument("--warmup", type=int, help=f"warm-up turns per process ({default.warmup})")
+    parser.add_argument(
+        "--turns-per-session",
+        type=int,
+        default=default.turns_per_session,
+        help="turns before a fresh Session (and a fresh history for the Query)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the CPU variants")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=default.max_seconds,
+        help="wall-time cap of one CPU process's measured turns",
+    )
+    parser.add_argument("--idle", type=int, help=f"idle Sessions measured ({default.idle})")
+    parser.add_argument("--crowd", type=int, help=f"concurrent Sessions ({default.crowd})")
+    parser.add_argument(
+        "--event-turns", type=int, help=f"turns of the fan-out part ({default.event_turns})"
+    )
+    parser.add_argument(
+        "--only",
+        help=f"comma-separated parts to run (of {', '.join(SECTIONS)}; default: all)",
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 if a goal is not met")
+    parser.add_argument("--child", choices=CHILDREN, help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        if not args.plan:
+            parser.error("--child needs --plan")
+        return child(args.child, msgspec.json.decode(args.plan, type=Plan))
+    base = QUICK if args.quick else default
+    plan = msgspec.structs.replace(
+        base,
+        turns=args.turns if args.turns is not None else base.turns,
+        warmup=args.warmup if args.warmup is not None else base.warmup,
+        turns_per_session=args.turns_per_session,
+        max_seconds=args.max_seconds,
+        idle=args.idle if args.idle is not None else base.idle,
+        crowd=args.crowd if args.crowd is not None else base.crowd,
+        event_turns=args.event_turns if args.event_turns is not None else base.event_turns,
+    )
+    plan = msgspec.structs.replace(plan, min_turns=min(plan.min_turns, plan.turns))
+    sections: list[Section] = []
+    for name in (args.only or ",".join(SECTIONS)).split(","):
+        section = next((s for s in SECTIONS if s == name.strip()), None)
+        if section is None:
+            parser.error(f"unknown part {name!r} (choose from {', '.join(SECTIONS)})")
+        sections.append(section)
+    if (
+        min(plan.turns, plan.turns_per_session, args.repeats, plan.idle, plan.crowd) < 1
+        or plan.event_turns < 1
+        or plan.warmup < 0
+        or plan.max_seconds <= 0
+    ):
+        parser.error("counts must be >= 1, --warmup >= 0, --max-seconds > 0")
+    return parent(plan, args.repeats, sections, args.check)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

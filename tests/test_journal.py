@@ -85,3 +85,14 @@ def test_a_journal_without_a_header_is_rejected(tmp_path: Path) -> None:
     journal.close()
     with pytest.raises(JournalError, match="header"):
         read_journal(path)
+
+
+def test_a_record_missing_only_its_newline_is_finished(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    write_basic(path).close()
+    path.write_bytes(path.read_bytes()[:-1])  # killed just before the last newline
+    assert read_journal(path).turns == 1
+    journal = Journal(path, fsync="off")
+    journal.append(InputRecord(turn=2, message=UserMessage(content="next", id="u2")))
+    journal.close()
+    assert [m.id for m in read_journal(path).history] == ["u1", "a1", "u2"]

@@ -342,7 +342,7 @@ async def test_compaction_proactive(
     @tool
     async def fetch(n: int) -> str:
         """Returns a long text."""
-        return f"document {n}: " + "lorem ipsum " * 40
+        return f"document {n}: " + "lorem ipsum " * 80
 
     openai_server.script.add_responder(summary_responder("The user asked for documents 1 and 2."))
     for n in range(1, 4):

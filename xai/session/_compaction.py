@@ -9,7 +9,7 @@ prompt and the most recent messages stay; a tool call never loses its result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xai.exceptions import RunError
 from xai.messages import (
@@ -18,6 +18,7 @@ from xai.messages import (
     StopReason,
     SystemMessage,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from xai.providers import Provider
@@ -145,6 +146,7 @@ async def summarise(
     max_tokens: int,
     input_tokens: int,
     calibration: Calibration,
+    on_usage: Callable[[Usage], object] | None = None,
 ) -> str:
     """The model's summary of ``messages``; raises ``RunError`` if it cannot give one."""
     max_chars = int(input_tokens * calibration.chars_per_token)
@@ -157,6 +159,8 @@ async def summarise(
         [SystemMessage(content=SUMMARISER_PROMPT)],
         UserMessage(content=f"{COMPACTION_MARKER}\n{transcript}", origin="system"),
     )
+    if on_usage is not None:
+        on_usage(result.usage)
     if (
         result.stop_reason not in (StopReason.END_TURN, StopReason.LENGTH)
         or not result.text.strip()

@@ -47,6 +47,8 @@ class SessionContext:
         usage is added to this Session's turn.
         """
         session = self._session
+        if session.depth >= session.config.max_delegation_depth:
+            raise ToolError("delegation depth limit reached: do this task yourself")
         child, owned = await session._spawn_child(task)
         handle = child.send(task, origin="agent")
         try:
@@ -71,8 +73,6 @@ async def _delegate(ctx: ToolContext[SessionContext], task: str) -> str:
     Args:
         task: Everything the helper needs to know to do the task on its own.
     """
-    if ctx.deps._session.depth >= ctx.deps._session.config.max_delegation_depth:
-        raise ToolError("delegation depth limit reached: do this task yourself")
     outcome = await ctx.deps.delegate(task)
     if outcome.status is not TurnStatus.COMPLETED:
         detail = f": {outcome.error.message}" if outcome.error else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import get_args
 
 import msgspec
@@ -24,6 +24,7 @@ from xai.messages import (
     StopReason,
     SystemMessage,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from xai.providers import Provider
@@ -114,6 +115,7 @@ async def extract_candidates(
     session_id: str,
     turn: int,
     max_tokens: int,
+    on_usage: Callable[[Usage], object] | None = None,
 ) -> list[MemoryCandidate]:
     """Candidates from ``messages`` (one turn). No user-origin message: no request at all."""
     user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
@@ -132,6 +134,8 @@ async def extract_candidates(
         [SystemMessage(content=EXTRACTOR_PROMPT)],
         UserMessage(content=f"{EXTRACTION_MARKER}\n{_render(messages)}", origin="system"),
     )
+    if on_usage is not None:
+        on_usage(result.usage)
     if result.stop_reason is not StopReason.END_TURN:
         reason = result.error.message if result.error else result.stop_reason.value
         raise RunError(f"memory extraction failed ({reason})")

@@ -90,6 +90,13 @@ class ReportedRecord(_Record, frozen=True, tag="reported"):
     candidate_ids: tuple[str, ...]
 
 
+class UsageRecord(_Record, frozen=True, tag="usage"):
+    """Usage outside a turn's Query: summaries and memory extraction."""
+
+    usage: Usage
+    purpose: str
+
+
 class ClosedRecord(_Record, frozen=True, tag="closed"):
     reason: CloseReason
     at: float
@@ -103,6 +110,7 @@ Record: TypeAlias = (
     | CompactedRecord
     | CandidatesRecord
     | ReportedRecord
+    | UsageRecord
     | ClosedRecord
 )
 
@@ -190,6 +198,11 @@ def read_journal(path: Path, *, repair: bool = True) -> JournalState:
         offset = end
     if repair and good_end < len(raw):
         os.truncate(path, good_end)
+    elif repair and raw and not raw.endswith(b"\n"):
+        # Killed just before the newline of a whole record: finish the line so the
+        # next append does not run into it.
+        with path.open("ab") as f:
+            f.write(b"\n")
     if not records or not isinstance(records[0], HeaderRecord):
         raise JournalError("the journal does not start with a header", path=str(path), line=1)
     return _replay(records)
@@ -217,6 +230,8 @@ def _replay(records: list[Record]) -> JournalState:
             state.candidates.extend(record.candidates)
         elif isinstance(record, ReportedRecord):
             state.reported.update(record.candidate_ids)
+        elif isinstance(record, UsageRecord):
+            state.usage = state.usage + record.usage
         elif isinstance(record, ClosedRecord):
             state.closed = record.reason
     return state

@@ -18,6 +18,7 @@ from typing import Literal, TypeAlias
 import anyio
 
 from xai.events import EventsDropped, SessionEvent, SessionEventBody
+from xai.exceptions import ConfigurationError
 
 __all__ = ["EventCallback", "Hub", "OverflowPolicy", "Subscription"]
 
@@ -50,7 +51,9 @@ class Subscription:
 
     def __init__(self, hub: Hub, capacity: int, policy: OverflowPolicy) -> None:
         if capacity < 1:
-            raise ValueError("a subscription needs room for at least one event")
+            raise ConfigurationError(
+                f"a subscription needs room for at least one event, got {capacity}"
+            )
         self._hub: Hub | None = hub
         self._buffer: deque[SessionEvent] = deque()
         self._waiter: anyio.Event | None = None

@@ -65,6 +65,7 @@ from xai.session._journal import (
     Record,
     ReportedRecord,
     TurnEndRecord,
+    UsageRecord,
     now,
     read_journal,
 )
@@ -162,6 +163,9 @@ class Session:
         self._provider = provider
         self._child_factory = child_factory
         self._base_tools = tools if isinstance(tools, ToolSet) else ToolSet(tools or ())
+        if tool_deps is None and self._base_tools.context is not None:
+            # A ToolSet's own context stays reachable: SessionContext.deps carries it.
+            tool_deps = self._base_tools.context
         extra = [delegate_tool] if self.config.delegation else []
         self._tools = ToolSet(
             [*self._base_tools, *extra],
@@ -179,6 +183,7 @@ class Session:
         self._outer: anyio.abc.TaskGroup | None = None
         self._child_usage = Usage()
         self._turn_messages: list[Message] = []
+        self._current: TurnHandle | None = None
         self._closing = False
         self._close_reason: CloseReason = "closed"
         self._closed: anyio.Event | None = None  # made in run(): needs the event loop
@@ -282,7 +287,8 @@ class Session:
         self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
     ) -> Subscription:
         """A new subscription (async iterator of ``SessionEvent``) with its own buffer."""
-        subscription = self._hub.subscribe(buffer or self.config.event_buffer, overflow)
+        capacity = self.config.event_buffer if buffer is None else buffer
+        subscription = self._hub.subscribe(capacity, overflow)
         if self._state == "closed":
             subscription.end()
         return subscription
@@ -305,8 +311,10 @@ class Session:
         A slow callback falls behind and loses events by ``overflow``; it never
         slows the Session. Close the returned subscription to stop.
         """
-        if self._task_group is None:
-            raise SessionClosedError("the Session is not running: start it before adding callbacks")
+        if self._task_group is None or self._state == "closed":
+            raise SessionClosedError(
+                f"session {self.id} is not running: callbacks need a running Session"
+            )
         subscription = self.subscribe(buffer=buffer, overflow=overflow)
         self._task_group.start_soon(_pump, subscription, callback)
         return subscription
@@ -432,6 +440,7 @@ class Session:
         subscription. Waits until all of that is done. Idempotent."""
         if self._state == "new":
             self._state = "closed"
+            self._drop_inbox()
             self._hub.end()
             return
         if not self._closing:
@@ -457,7 +466,9 @@ class Session:
                 self._wake = anyio.Event()
                 await self._wake.wait()
             handle, message = self._inbox.popleft()
+            self._current = handle
             await self._turn(handle, message)
+            self._current = None
 
     def _open_journal(self) -> None:
         if self.directory is None:
@@ -497,6 +508,7 @@ class Session:
         await self._commit(TurnEndRecord(outcome=outcome))
         if self._journal is not None:
             await self._journal.sync()
+        self._hub.publish(TurnDone(outcome=outcome))
         _log.warning("session.crashed_turn_closed", turn=turn)
 
     async def _turn(self, handle: TurnHandle, message: UserMessage | None) -> None:
@@ -560,8 +572,9 @@ class Session:
         finally:
             self._cancel = None
         if result.last_prompt_tokens:
-            # The last request held everything but the final assistant message.
-            sent = messages[: len(messages) - 1] if result.messages else messages
+            # The last request held the input and everything this Query produced before
+            # its final assistant message.
+            sent = [*messages, *result.messages[:-1]]
             self._calibration.update(result.last_prompt_tokens, sum(map(message_chars, sent)))
         return result
 
@@ -594,6 +607,7 @@ class Session:
                 max_tokens=config.summary_max_tokens,
                 input_tokens=config.summariser_input_tokens,
                 calibration=self._calibration,
+                on_usage=lambda usage: self._spend(usage, "compaction"),
             )
         except Exception as exc:
             _log.warning("session.summary_failed", error=str(exc))
@@ -626,6 +640,7 @@ class Session:
                 session_id=self.id,
                 turn=turn,
                 max_tokens=self.config.extraction_max_tokens,
+                on_usage=lambda usage: self._spend(usage, "extraction"),
             )
         except Exception as exc:
             _log.warning("session.extraction_failed", turn=turn, error=str(exc))
@@ -640,6 +655,13 @@ class Session:
         self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
 
     # -- children ------------------------------------------------------------------------------
+
+    def _spend(self, usage: Usage, purpose: str) -> None:
+        """Usage of the Session's own requests (summaries, extraction), outside any turn."""
+        if usage.requests:
+            self._usage = self._usage + usage
+            if self._journal is not None:
+                self._journal.append(UsageRecord(usage=usage, purpose=purpose))
 
     def _add_child_usage(self, usage: Usage) -> None:
         self._child_usage = self._child_usage + usage
@@ -663,16 +685,14 @@ class Session:
             session_id=child_id,
             parent_id=self.id,
             depth=self.depth + 1,
+            tool_deps=self._tools.context.deps if self._tools.context else None,
         )
         await self._task_group.start(child.run)
         return child, True
 
     # -- the end -------------------------------------------------------------------------------
 
-    async def _finalise(self) -> None:
-        self._closing = True
-        self._state = "closing"
-        reason = self._close_reason
+    def _drop_inbox(self) -> None:
         while self._inbox:
             handle, message = self._inbox.popleft()
             handle._resolve(
@@ -682,7 +702,44 @@ class Session:
                     input_id=message.id if message else None,
                 )
             )
-        self._hub.publish(SessionFinalizing(reason=reason))
+
+    async def _finalise(self) -> None:
+        self._closing = True
+        self._state = "closing"
+        reason = self._close_reason
+        try:
+            current = self._current
+            if current is not None and not current.done:
+                # The turn was torn down from outside (or by a failure) before it finished.
+                current._resolve(
+                    TurnOutcome(
+                        turn=self._turns,
+                        status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
+                        input_id=current.input.id if current.input else None,
+                    )
+                )
+            self._drop_inbox()
+            self._hub.publish(SessionFinalizing(reason=reason))
+            await self._run_finalizing_hooks(reason)
+            if self._journal is not None:
+                try:
+                    self._journal.append(ClosedRecord(reason=reason, at=now()))
+                    await self._journal.sync()
+                except OSError as exc:
+                    _log.exception("session.journal_failed", stage="close")
+                    self._hub.publish(
+                        SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal")
+                    )
+        finally:
+            if self._journal is not None:
+                self._journal.close()
+            self._state = "closed"
+            self._hub.publish(SessionClosed(reason=reason))
+            self._hub.end()
+            if self._closed is not None:
+                self._closed.set()
+
+    async def _run_finalizing_hooks(self, reason: CloseReason) -> None:
         context = FinalizingContext(
             session_id=self.id,
             reason=reason,
@@ -693,25 +750,15 @@ class Session:
         )
         for hook in list(self.on_session_finalizing):
             try:
-                value = hook(context)
-                if inspect.isawaitable(value):
-                    await value
-            except Exception as exc:
+                with anyio.fail_after(self.config.hook_timeout):
+                    value = hook(context)
+                    if inspect.isawaitable(value):
+                        await value
+            except Exception as exc:  # TimeoutError included: one bad hook never stops the rest
                 _log.exception("session.finalizing_hook_failed", hook=repr(hook))
                 self._hub.publish(
                     SessionFailed(error=ErrorInfo.from_exception(exc), stage="finalizing_hook")
                 )
-        if self._journal is not None:
-            try:
-                self._journal.append(ClosedRecord(reason=reason, at=now()))
-                await self._journal.sync()
-            finally:
-                self._journal.close()
-        self._state = "closed"
-        self._hub.publish(SessionClosed(reason=reason))
-        self._hub.end()
-        if self._closed is not None:
-            self._closed.set()
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"

@@ -52,6 +52,8 @@ class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
     delegation: bool = False
     """Give the model the built-in ``delegate`` tool (sub-agents)."""
     max_delegation_depth: int = 2
+    hook_timeout: float = 30.0
+    """Seconds each ``on_session_finalizing`` hook may take before it is abandoned."""
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.compact_at <= 1.0:
