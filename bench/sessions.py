@@ -15,9 +15,10 @@ server), so what is measured is xai's work alone. Three parts:
    Session), so history growth is equal and bounded. Only the turns are timed
    (``time.process_time()``, until every observer has seen the last
    ``turn_done``); the Session's start and close are reported on their own.
-   Variants ``journal_off`` and ``journal_turn`` are ``session`` with a journal
-   in a temporary directory (``SessionConfig(fsync="off")`` / ``"turn"``).
-   Each variant runs in a child process of its own; the variants alternate
+   Variant ``bare_session`` is ``session`` without observers (to split the
+   Session's cost from its observers'); ``journal_off`` and ``journal_turn``
+   are ``session`` with a journal in a temporary directory
+   (``SessionConfig(fsync="off")`` / ``"turn"``). Each variant runs in a child process of its own; the variants alternate
    for ``--repeats`` rounds and the medians are compared with the ``query``
    baseline of the same invocation. Goal: session/query <= 1.15.
 2. Memory. ``--idle`` Sessions are started in one task group and left idle;
@@ -30,9 +31,11 @@ server), so what is measured is xai's work alone. Three parts:
    2,000 one-character chunks; events per second each observer received, with
    buffers big enough that none is dropped; then again with a fourth, slow
    observer (buffer 100, 1 ms per event): how much it missed, and whether the
-   Session slowed down for it.
+   Session slowed down for it. (The scripted provider never yields inside a
+   stream, so a whole turn's events arrive before any observer runs: the
+   buffers of the fast observers must hold one turn.)
 
-    python bench/sessions.py            # the default run (well under 90 s on 2 cores)
+    python bench/sessions.py            # the default run (about 50 s on 2 cores)
     python bench/sessions.py --quick    # fewer turns and Sessions
     python bench/sessions.py --check    # exit 1 if a goal (CPU ratio, idle bytes) is not met
 
@@ -214,7 +217,11 @@ TOOLS = xai.ToolSet([lookup])
 
 
 class _Forgetful(list[ProviderRequest]):
-    """``ScriptedProvider.requests`` keeps every request; here that would be all we measure."""
+    """Drops what ``ScriptedProvider.requests`` would keep for a test to inspect.
+
+    Every request of thousands of turns, kept: memory and garbage-collector work
+    that is the test double's, not the Session's.
+    """
 
     def append(self, item: ProviderRequest, /) -> None:
         return None
