@@ -184,8 +184,10 @@ class Hub:
     def count(self) -> int:
         return sum(1 for ref in self._refs if ref() is not None)
 
-    def publish(self, body: SessionEventBody) -> SessionEvent:
+    def publish(self, body: SessionEventBody) -> SessionEvent | None:
         self.seq += 1
+        if not self._refs:  # nobody listens: no envelope to build
+            return None
         event = SessionEvent(self.session_id, self.seq, body)
         for ref in self._refs:
             subscription = ref()

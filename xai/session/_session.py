@@ -118,7 +118,7 @@ class _Sink:
     async def send(self, event: QueryEvent, /) -> None:
         session = self.session
         if type(event) is MessageCommitted:
-            session._history.append(event.message)
+            session._append(event.message)
             session._turn_messages.append(event.message)
             await session._commit(MessageRecord(turn=self.turn, message=event.message))
         session._hub.publish(event)
@@ -190,6 +190,9 @@ class Session:
         self._state: Literal["new", "running", "closing", "closed"] = "new"
         self._restored = _state
         self._history: list[Message] = list(_state.history) if _state else []
+        # Kept up to date on every change, so estimating the next request is O(1).
+        self._history_chars = sum(map(message_chars, self._history))
+        self._system_cache: tuple[str, SystemMessage | None] | None = None
         self._summary = _state.summary if _state else ""
         self._usage = _state.usage if _state else Usage()
         self._turns = _state.turns if _state else 0
@@ -278,8 +281,19 @@ class Session:
         )
 
     def system_message(self) -> SystemMessage | None:
-        text = self.system.render(self._summary)
-        return SystemMessage(content=text) if text else None
+        """The system message of the next request (persona, instructions, memory, summary)."""
+        cache = self._system_cache
+        if cache is None or cache[0] != self._summary:
+            text = self.system.render(self._summary)
+            cache = self._system_cache = (
+                self._summary,
+                SystemMessage(content=text) if text else None,
+            )
+        return cache[1]
+
+    def _append(self, message: Message) -> None:
+        self._history.append(message)
+        self._history_chars += message_chars(message)
 
     # -- observing -----------------------------------------------------------------------
 
@@ -502,7 +516,7 @@ class Session:
                             is_error=True,
                             synthetic=True,
                         )
-                        self._history.append(synthetic)
+                        self._append(synthetic)
                         await self._commit(MessageRecord(turn=turn, message=synthetic))
         outcome = TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED)
         await self._commit(TurnEndRecord(outcome=outcome))
@@ -531,7 +545,7 @@ class Session:
         self._turn_messages = [message] if message is not None else []
         if message is not None:
             await self._commit(InputRecord(turn=turn, message=message))
-            self._history.append(message)
+            self._append(message)
         self._hub.publish(TurnStarted(turn=turn, input=message))
         self._child_usage = Usage()
         usage = Usage()
@@ -564,6 +578,7 @@ class Session:
     async def _run_query(self, turn: int) -> QueryResult:
         system = self.system_message()
         messages = [system, *self._history] if system is not None else list(self._history)
+        before = self._history_chars + (message_chars(system) if system is not None else 0)
         token = self._cancel = CancelToken()
         if self._closing:
             token.cancel()
@@ -574,8 +589,8 @@ class Session:
         if result.last_prompt_tokens:
             # The last request held the input and everything this Query produced before
             # its final assistant message.
-            sent = [*messages, *result.messages[:-1]]
-            self._calibration.update(result.last_prompt_tokens, sum(map(message_chars, sent)))
+            chars = before + sum(map(message_chars, result.messages[:-1]))
+            self._calibration.update(result.last_prompt_tokens, chars)
         return result
 
     # -- between Queries -----------------------------------------------------------------------
@@ -583,7 +598,7 @@ class Session:
     def estimated_tokens(self) -> int:
         """Estimated prompt tokens of the next request."""
         system = self.system_message()
-        chars = sum(map(message_chars, self._history)) + (message_chars(system) if system else 0)
+        chars = self._history_chars + (message_chars(system) if system else 0)
         return self._calibration.tokens(chars)
 
     async def _compact_if_needed(self, reason: str) -> None:
@@ -620,6 +635,7 @@ class Session:
         await self._commit(CompactedRecord(summary=summary, removed=cut, method=method))
         self._summary = summary
         del self._history[:cut]
+        self._history_chars = sum(map(message_chars, self._history))
         after = self.estimated_tokens()
         self._hub.publish(
             Compacted(
@@ -768,7 +784,7 @@ async def _pump(subscription: Subscription, callback: EventCallback) -> None:
     async for event in subscription:
         try:
             value = callback(event)
-            if inspect.isawaitable(value):
+            if value is not None and inspect.isawaitable(value):
                 await value
         except Exception:
             _log.exception("session.callback_failed", callback=repr(callback))
