@@ -1,33 +1,63 @@
 """The Session's own cost: CPU per turn against a bare Query, memory per Session, event fan-out.
 
-Everything runs against the in-process ``ScriptedProvider`` (no HTTP, no
-server), so what is measured is xai's work alone. Three parts:
+Four parts, each run in child processes of its own:
 
-1. CPU per turn. The exchange: the model answers the input with one call of an
-   async tool, the client runs it, and the model then answers with text in
-   exactly 20 chunks. Variant ``query`` runs it with a bare
+1. CPU per turn over HTTP: the goal's figure. The exchange of
+   ``bench/overhead.py``: xai's ``OpenAIProvider`` (the ``openai`` client)
+   talks to the project's OpenAI-wire test server (``python -m xai.testing
+   serve --script FILE``), run as a separate process, so the CPU measured in a
+   variant's process is the client's alone. The model answers the input with
+   one call of an async tool whose arguments arrive in 8-character deltas, the
+   client runs it, and the model then answers with text in exactly 20 chunks:
+   two streamed requests per turn. Variant ``query`` runs it with a bare
    ``Query(provider, tools=[tool]).run(history, input)``; variant ``session``
    with ``await session.send(input)`` on a ``Session`` (no directory, no memory
    extraction) watched by three observers: an ``events()`` iterator consumed by
    a task, a sync ``on()`` callback and an async ``on()`` callback. Both keep a
-   growing history the same way, and both start a fresh history every
-   ``--turns-per-session`` turns (the ``session`` variant by starting a new
-   Session), so history growth is equal and bounded. Only the turns are timed
+   history the same way and start a fresh one every ``--http-turns-per-session``
+   turns (the ``session`` variant by starting a new Session). That is 1 by
+   default: every turn is then exactly overhead.py's exchange, from an empty
+   history. A longer history would flatter the Session: the openai SDK's
+   request transform walks every message of every request, so a Query with 9
+   prior turns costs some 4x one without, and the Session's extra, which does
+   not grow with the history, would be diluted by it. Only the turns are timed
    (``time.process_time()``, until every observer has seen the last
    ``turn_done``); the Session's start and close are reported on their own.
-   Variant ``bare_session`` is ``session`` without observers (to split the
-   Session's cost from its observers'); ``journal_off`` and ``journal_turn``
-   are ``session`` with a journal in a temporary directory
-   (``SessionConfig(fsync="off")`` / ``"turn"``). Each variant runs in a child process of its own; the variants alternate
-   for ``--repeats`` rounds and the medians are compared with the ``query``
-   baseline of the same invocation. Goal: session/query <= 1.15.
-2. Memory. ``--idle`` Sessions are started in one task group and left idle;
+   Each variant runs in a child process of its own; the variants alternate for
+   ``--http-repeats`` rounds and the medians are compared with the ``query``
+   baseline of the same invocation. Goal: session/query <= 1.15 (key
+   ``session_vs_query_cpu_ratio``). ``--http-variants`` adds the variants of
+   part 2 (``bare_session``, ``journal_off``, ``journal_turn``); they are not
+   run by default, as what they split out (some 0.05 ms per turn) is below the
+   noise of an HTTP turn and part 2 measures it cheaply.
+2. CPU per turn in-process: the same comparison with the same script played
+   by the in-process ``ScriptedProvider`` (no HTTP, no server), so what is
+   measured is xai's work alone; keys ``inproc_*``. The histories grow for
+   ``--turns-per-session`` turns (10). Five variants: ``query``, ``session``,
+   ``bare_session`` (``session`` without observers, to split the Session's
+   cost from its observers'), ``journal_off`` and ``journal_turn``
+   (``session`` with a journal in a temporary directory,
+   ``SessionConfig(fsync="off")`` / ``"turn"``); ``--repeats`` rounds.
+
+   Why both: over HTTP most of a turn's CPU is the HTTP client's (the openai
+   SDK building each request, httpx, decoding the streamed chunks), as it is
+   against a real model endpoint; the Session's extra work is diluted by it,
+   and session/query there is what a Session costs an application: the goal's
+   figure. In-process a bare Query costs some 0.16 ms a turn, so the same
+   extra work (the Session's bookkeeping, the fan-out of each event to three
+   observers) weighs an order of magnitude more: session/query there is the
+   Session's own overhead in isolation, an upper bound on its relative cost
+   (no transport makes a Query cheaper than none), and the figure to watch
+   when optimising the Session. The absolute extra CPU per turn
+   (``session_extra_cpu_ms_per_turn`` and ``inproc_...``) should come out
+   about the same in both, give or take the noise of the HTTP figure.
+3. Memory. ``--idle`` Sessions are started in one task group and left idle;
    tracemalloc's difference over them, divided by their number, is the cost of
    one idle Session, its tasks included (goal <= 16 KiB). Then ``--crowd``
    Sessions share one provider, each sends one input, and all the turns run
    concurrently: wall time, turns per second and peak RSS (a child without
    tracemalloc), and tracemalloc's peak (a second child, with it).
-3. Event fan-out. One Session with the three observers streams replies of
+4. Event fan-out. One Session with the three observers streams replies of
    2,000 one-character chunks; events per second each observer received, with
    buffers big enough that none is dropped; then again with a fourth, slow
    observer (buffer 100, 1 ms per event): how much it missed, and whether the
@@ -35,8 +65,9 @@ server), so what is measured is xai's work alone. Three parts:
    stream, so a whole turn's events arrive before any observer runs: the
    buffers of the fast observers must hold one turn.)
 
-    python bench/sessions.py            # the default run (about 50 s on 2 cores)
-    python bench/sessions.py --quick    # fewer turns and Sessions
+    python bench/sessions.py            # the default run (about 85 s on 2 cores)
+    python bench/sessions.py --quick    # fewer turns and Sessions (about 35 s)
+    python bench/sessions.py --only http,inproc   # just the CPU parts
     python bench/sessions.py --check    # exit 1 if a goal (CPU ratio, idle bytes) is not met
 
 The last line of output is one JSON object with the figures.
@@ -45,30 +76,36 @@ The last line of output is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
+import queue
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, NoReturn, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
 import msgspec
 
 import xai
 from xai.events import EventsDropped, SessionEvent, TurnDone
 from xai.messages import Message, TurnOutcome, TurnStatus, UserMessage
-from xai.providers import ProviderRequest
+from xai.providers import Provider, ProviderRequest
 from xai.session import Session, SessionConfig
 from xai.testing import Reply, Rule, Script, ScriptedCall, ScriptedProvider
 
@@ -80,14 +117,21 @@ CPU_VARIANTS: tuple[CpuVariant, ...] = (
     "journal_off",
     "journal_turn",
 )
+HTTP_VARIANTS: tuple[CpuVariant, ...] = ("query", "bare_session", "session")
+"""The variants run over HTTP unless ``--http-variants`` says otherwise."""
 Child = Literal[CpuVariant, "idle", "crowd", "events"]
 CHILDREN: tuple[Child, ...] = (*CPU_VARIANTS, "idle", "crowd", "events")
-Section = Literal["cpu", "memory", "crowd", "events"]
-SECTIONS: tuple[Section, ...] = ("cpu", "memory", "crowd", "events")
+Section = Literal["http", "inproc", "memory", "crowd", "events"]
+SECTIONS: tuple[Section, ...] = ("http", "inproc", "memory", "crowd", "events")
+Transport = Literal["http", "inproc"]
+
+MODEL = "bench-model"
 
 PROMPT = "What will the weather be in Reykjavik over the next three days?"
 TOOL_NAME = "lookup"
 TOOL_ARGUMENTS = {"city": "Reykjavik", "unit": "celsius", "days": 3, "detail": True}
+ARGUMENT_CHUNK_CHARS = 8
+"""As in ``bench/overhead.py``: the tool call's arguments arrive in several deltas."""
 TEXT_CHUNKS = 20
 _SENTENCE = "Reykjavik stays cool and breezy: light rain on day one, clearing skies after. "
 FINAL_TEXT = (_SENTENCE * 4)[: TEXT_CHUNKS * 12]
@@ -110,19 +154,40 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     """What one child runs (passed as JSON on its command line)."""
 
     turns: int = 2_000
+    """In-process CPU: measured turns per variant and round, in ``slices`` slices."""
     warmup: int = 100
     turns_per_session: int = 10
-    max_seconds: float = 12.0
-    """Wall-time cap of a CPU variant's measured turns (at least ``min_turns`` run anyway)."""
-    min_turns: int = 100
+    slices: int = 10
+    repeats: int = 3
     idle: int = 1_000
     crowd: int = 10_000
     traced: bool = False
     """The crowd child: run under tracemalloc (peak traced memory) instead of timing."""
     event_turns: int = 20
+    base_url: str = ""
+    """A CPU child's transport: the wire server's URL, or empty for the in-process provider."""
+    http_turns: int = 300
+    """The same for the CPU over HTTP (the parent passes them on as ``turns`` etc.)."""
+    http_warmup: int = 30
+    http_turns_per_session: int = 1
+    http_slices: int = 10
+    http_repeats: int = 4
+
+
+class CpuSlice(msgspec.Struct, frozen=True, kw_only=True):
+    """What a CPU child reports for one slice of turns (one JSON line on stdout)."""
+
+    turns: int
+    cpu_s: float
+    wall_s: float
+    sessions: int
+    lifecycle_s: float
+    events: int
 
 
 class CpuFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """One variant in one round: the sum of its slices."""
+
     variant: str
     turns: int
     cpu_ms_per_turn: float
@@ -227,21 +292,28 @@ class _Forgetful(list[ProviderRequest]):
         return None
 
 
-def exchange_provider() -> ScriptedProvider:
-    """One tool call, then the text in 20 chunks; rules, so it never runs out."""
-    provider = ScriptedProvider(
-        Script(
-            rules=[
-                Rule(
-                    last_role="user",
-                    reply=Reply(
-                        tool_calls=(ScriptedCall(name=TOOL_NAME, arguments=TOOL_ARGUMENTS),)
-                    ),
+def exchange_script() -> Script:
+    """One tool call, then the text in 20 chunks; rules, so it never runs out.
+
+    The script of ``bench/overhead.py``: the wire server plays it over HTTP, the
+    ``ScriptedProvider`` in-process.
+    """
+    return Script(
+        rules=[
+            Rule(
+                last_role="user",
+                reply=Reply(
+                    tool_calls=(ScriptedCall(name=TOOL_NAME, arguments=TOOL_ARGUMENTS),),
+                    argument_chunk_chars=ARGUMENT_CHUNK_CHARS,
                 ),
-                Rule(last_role="tool", reply=Reply(text=FINAL_TEXT, text_chunks=TEXT_CHUNKS)),
-            ]
-        )
+            ),
+            Rule(last_role="tool", reply=Reply(text=FINAL_TEXT, text_chunks=TEXT_CHUNKS)),
+        ]
     )
+
+
+def exchange_provider() -> ScriptedProvider:
+    provider = ScriptedProvider(exchange_script())
     provider.requests = _Forgetful()
     return provider
 
@@ -301,7 +373,7 @@ class Tally:
         )
 
 
-async def _consume(subscription: xai.session.Subscription, tally: Tally) -> None:
+async def _consume(subscription: xai.session.Subscription[SessionEvent], tally: Tally) -> None:
     async for item in subscription:
         tally.see(item)
 
@@ -352,7 +424,7 @@ async def query_block(query: xai.Query, turns: int, totals: _Totals) -> None:
 
 
 async def session_block(
-    provider: ScriptedProvider,
+    provider: Provider,
     turns: int,
     totals: _Totals,
     config: SessionConfig,
@@ -385,9 +457,45 @@ async def session_block(
         totals.events += tallies[0].events - 2
 
 
-async def run_cpu(variant: CpuVariant, plan: Plan) -> CpuFigures:
-    provider = exchange_provider()
+async def first_turn(query: xai.Query) -> None:
+    """A warm-up turn, watched: proves the exchange is the one described above."""
+    deltas = 0
+
+    def observe(event: xai.QueryEvent) -> None:
+        nonlocal deltas
+        if isinstance(event, xai.TextDelta):
+            deltas += 1
+
+    result = await query.run((), PROMPT, observers=[observe])
+    check_result(result)
+    if deltas != TEXT_CHUNKS or result.usage.requests != 2:
+        raise AssertionError(
+            f"expected {TEXT_CHUNKS} text chunks over 2 requests, "
+            f"got {deltas} over {result.usage.requests}"
+        )
+    if len(result.tool_results) != 1 or result.tool_results[0].is_error:
+        raise AssertionError(f"the tool call did not succeed: {result.tool_results!r}")
+
+
+async def run_cpu(variant: CpuVariant, plan: Plan) -> None:
+    if not plan.base_url:
+        await serve_cpu(variant, plan, exchange_provider())
+        return
+    provider = xai.OpenAIProvider(
+        xai.LLMConfig(model=MODEL, base_url=plan.base_url, api_key="bench", max_retries=0)
+    )
+    async with provider:
+        await serve_cpu(variant, plan, provider)
+
+
+async def serve_cpu(variant: CpuVariant, plan: Plan, provider: Provider) -> None:
+    """Warm up, say ``ready``, then run each ``run N`` the parent sends: N turns, one slice.
+
+    Each slice is answered with one ``CpuSlice`` line; ``stop`` (or the end of
+    stdin) ends the child, once it has checked the tool ran once per turn.
+    """
     query = xai.Query(provider, tools=TOOLS)
+    await first_turn(query)
     workdir = Path(tempfile.mkdtemp(prefix="xai-bench-sessions-"))
     fsync: Literal["off", "turn"] = "turn" if variant == "journal_turn" else "off"
     config = SessionConfig(fsync=fsync, event_buffer=1_000)
@@ -403,31 +511,35 @@ async def run_cpu(variant: CpuVariant, plan: Plan) -> CpuFigures:
             observed = variant != "bare_session"
             await session_block(provider, turns, totals, config, directory, observed)
 
+    async def turns(count: int, totals: _Totals) -> None:
+        while totals.turns < count:
+            await block(min(plan.turns_per_session, count - totals.turns), totals)
+
     try:
-        warm = _Totals()
-        while warm.turns < plan.warmup:
-            await block(min(plan.turns_per_session, plan.warmup - warm.turns), warm)
+        await turns(plan.warmup, _Totals())
         gc.collect()
-        totals = _Totals()
-        calls0 = _tool_calls
-        deadline = time.perf_counter() + plan.max_seconds
-        while totals.turns < plan.turns:
-            await block(min(plan.turns_per_session, plan.turns - totals.turns), totals)
-            if totals.turns >= plan.min_turns and time.perf_counter() > deadline:
+        calls0, measured = _tool_calls, 0
+        print("ready", flush=True)
+        while True:
+            words = (await anyio.to_thread.run_sync(sys.stdin.readline)).split()
+            if len(words) != 2 or words[0] != "run":
                 break
-        if _tool_calls - calls0 != totals.turns:
-            raise AssertionError(f"the tool ran {_tool_calls - calls0} times in {totals.turns}")
+            totals = _Totals()
+            await turns(int(words[1]), totals)
+            measured += totals.turns
+            report = CpuSlice(
+                turns=totals.turns,
+                cpu_s=totals.cpu,
+                wall_s=totals.wall,
+                sessions=totals.sessions,
+                lifecycle_s=totals.lifecycle,
+                events=totals.events,
+            )
+            print(msgspec.json.encode(report).decode(), flush=True)
+        if _tool_calls - calls0 != measured:
+            raise AssertionError(f"the tool ran {_tool_calls - calls0} times in {measured} turns")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return CpuFigures(
-        variant=variant,
-        turns=totals.turns,
-        cpu_ms_per_turn=totals.cpu * 1000 / totals.turns,
-        wall_ms_per_turn=totals.wall * 1000 / totals.turns,
-        sessions=totals.sessions,
-        lifecycle_cpu_ms=totals.lifecycle * 1000 / totals.sessions if totals.sessions else 0.0,
-        events_per_turn=totals.events / totals.turns if totals.sessions else 0.0,
-    )
 
 
 # -- part 2: memory, in a child ----------------------------------------------------------------
@@ -601,7 +713,8 @@ def child(kind: Child, plan: Plan) -> int:
     elif kind == "events":
         figures = anyio.run(run_events, plan, backend="asyncio")
     else:
-        figures = anyio.run(run_cpu, kind, plan, backend="asyncio")
+        anyio.run(run_cpu, kind, plan, backend="asyncio")
+        return 0
     print(msgspec.json.encode(figures).decode(), flush=True)
     return 0
 
@@ -609,8 +722,8 @@ def child(kind: Child, plan: Plan) -> int:
 # -- orchestrating, in the parent ---------------------------------------------------------------
 
 
-def run_child(kind: Child, plan: Plan, type_: type[T]) -> T:
-    command = [
+def _child_command(kind: Child, plan: Plan) -> list[str]:
+    return [
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
@@ -618,6 +731,10 @@ def run_child(kind: Child, plan: Plan, type_: type[T]) -> T:
         "--plan",
         msgspec.json.encode(plan).decode(),
     ]
+
+
+def run_child(kind: Child, plan: Plan, type_: type[T]) -> T:
+    command = _child_command(kind, plan)
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -630,70 +747,349 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def cpu_part(plan: Plan, repeats: int, summary: dict[str, object]) -> bool:
-    print(
-        f"cpu: 1 async tool call then {TEXT_CHUNKS} text chunks per turn; per process "
-        f"{plan.warmup} warm-up + {plan.turns} measured turns (capped at {plan.max_seconds:g}s), "
-        f"a fresh history/Session every {plan.turns_per_session} turns; {repeats} rounds"
-    )
-    results: dict[CpuVariant, list[CpuFigures]] = {v: [] for v in CPU_VARIANTS}
-    for round_ in range(repeats):
-        order = CPU_VARIANTS if round_ % 2 == 0 else CPU_VARIANTS[::-1]
-        for variant in order:
-            figures = run_child(variant, plan, CpuFigures)
-            results[variant].append(figures)
-            print(
-                f"  round {round_ + 1} {variant:>12}: {figures.cpu_ms_per_turn:.3f} ms CPU/turn, "
-                f"{figures.wall_ms_per_turn:.3f} ms wall/turn ({figures.turns} turns)"
-            )
-    cpu = {v: _median([r.cpu_ms_per_turn for r in results[v]]) for v in CPU_VARIANTS}
-    wall = {v: _median([r.wall_ms_per_turn for r in results[v]]) for v in CPU_VARIANTS}
-    lifecycle = _median([r.lifecycle_cpu_ms for r in results["session"]])
-    per_turn_events = _median([r.events_per_turn for r in results["session"]])
-    for variant in CPU_VARIANTS:
-        print(
-            f"{variant:>12}: {cpu[variant]:.3f} ms CPU/turn, {wall[variant]:.3f} ms wall/turn "
-            f"(median of {repeats}); x{cpu[variant] / cpu['query']:.3f} of query's CPU"
+class Server:
+    """The OpenAI-wire test server in a subprocess of its own (as in ``bench/overhead.py``)."""
+
+    def __init__(self, script: Script) -> None:
+        handle, name = tempfile.mkstemp(prefix="xai-bench-sessions-", suffix=".json")
+        with os.fdopen(handle, "wb") as file:
+            file.write(msgspec.json.encode(script))
+        self.script_path = Path(name)
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 30.0) -> str:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "xai.testing", "serve", "--script", str(self.script_path)],
+            stdout=subprocess.PIPE,
+            text=True,
         )
-    ratio = cpu["session"] / cpu["query"]
+        stdout = self.process.stdout
+        assert stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"the test server did not start within {timeout}s") from None
+        prefix = "listening on "
+        if not line.startswith(prefix):
+            raise RuntimeError(f"the test server did not start (said {line!r})")
+        return line[len(prefix) :].strip()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        self.script_path.unlink(missing_ok=True)
+
+
+CHILD_TIMEOUT = 300.0
+"""Longest a CPU child may take to warm up or to run one slice."""
+
+
+class CpuChild:
+    """A CPU variant's child process, fed one slice of turns at a time."""
+
+    def __init__(self, variant: CpuVariant, plan: Plan) -> None:
+        self.variant = variant
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller of close())
+        self.process = subprocess.Popen(
+            _child_command(variant, plan),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # the end
+
+    def _line(self) -> str:
+        try:
+            line = self.lines.get(timeout=CHILD_TIMEOUT)
+        except queue.Empty:
+            self.fail(f"said nothing for {CHILD_TIMEOUT:g}s")
+        if not line:
+            self.fail("ended early")
+        return line
+
+    def _say(self, line: str) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            self.fail("ended early")
+
+    def fail(self, what: str) -> NoReturn:
+        self.close()
+        self.stderr.seek(0)
+        sys.stderr.write(self.stderr.read().decode(errors="replace"))
+        code = self.process.returncode
+        raise RuntimeError(f"the {self.variant} child {what} (exit code {code})")
+
+    def ready(self) -> None:
+        line = self._line()
+        if line.strip() != "ready":
+            self.fail(f"said {line!r} instead of ready")
+
+    def run(self, turns: int) -> CpuSlice:
+        self._say(f"run {turns}")
+        line = self._line()
+        try:
+            return msgspec.json.decode(line, type=CpuSlice)
+        except msgspec.DecodeError:
+            self.fail(f"said {line!r} instead of its figures")
+
+    def stop(self) -> None:
+        self._say("stop")
+        try:
+            code = self.process.wait(timeout=CHILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail("did not stop")
+        if code != 0:
+            self.fail("failed")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
+
+
+def _figures(variant: CpuVariant, slices: Sequence[CpuSlice]) -> CpuFigures:
+    turns = sum(s.turns for s in slices)
+    sessions = sum(s.sessions for s in slices)
+    return CpuFigures(
+        variant=variant,
+        turns=turns,
+        cpu_ms_per_turn=sum(s.cpu_s for s in slices) * 1000 / turns,
+        wall_ms_per_turn=sum(s.wall_s for s in slices) * 1000 / turns,
+        sessions=sessions,
+        lifecycle_cpu_ms=sum(s.lifecycle_s for s in slices) * 1000 / sessions if sessions else 0.0,
+        events_per_turn=sum(s.events for s in slices) / turns,
+    )
+
+
+def slice_turns(plan: Plan) -> int:
+    """Turns of one slice: ``turns / slices``, rounded up to whole Sessions."""
+    sessions = -(-plan.turns // (plan.slices * plan.turns_per_session))
+    return sessions * plan.turns_per_session
+
+
+def cpu_rounds(
+    transport: Transport, variants: Sequence[CpuVariant], plan: Plan
+) -> dict[CpuVariant, list[CpuFigures]]:
+    """``plan.repeats`` rounds; in each, one child per variant, all run in lockstep.
+
+    The children start and warm up together, then take turns: each runs a
+    slice while the others wait, in alternating order, until each has run
+    ``plan.slices`` slices. So whatever else the machine does at the time
+    weighs on every variant alike, and the variants of a round compare well.
+    """
+    per_slice = slice_turns(plan)
+    results: dict[CpuVariant, list[CpuFigures]] = {v: [] for v in variants}
+    for round_ in range(plan.repeats):
+        children = [CpuChild(variant, plan) for variant in variants]
+        slices: dict[CpuVariant, list[CpuSlice]] = {v: [] for v in variants}
+        try:
+            for c in children:
+                c.ready()
+            for i in range(plan.slices):
+                for c in children if (round_ + i) % 2 == 0 else children[::-1]:
+                    slices[c.variant].append(c.run(per_slice))
+            for c in children:
+                c.stop()
+        finally:
+            for c in children:
+                c.close()
+                c.stderr.close()
+        figures = {v: _figures(v, slices[v]) for v in variants}
+        for variant in variants:
+            results[variant].append(figures[variant])
+        query = figures["query"].cpu_ms_per_turn
+        print(
+            f"  round {round_ + 1} {transport} ({figures['query'].turns} turns each), ms CPU/turn: "
+            + ", ".join(f"{v} {f.cpu_ms_per_turn:.3f}" for v, f in figures.items())
+            + f"; session/query x{figures['session'].cpu_ms_per_turn / query:.3f}"
+        )
+    return results
+
+
+class CpuMedians(msgspec.Struct, frozen=True, kw_only=True):
+    """One transport's CPU figures, medians over the rounds."""
+
+    cpu: dict[CpuVariant, float]
+    """ms per turn."""
+    ratio: float
+    """session/query CPU."""
+    extra: float
+    """session - query CPU, ms per turn."""
+
+
+def cpu_report(
+    transport: Transport,
+    results: dict[CpuVariant, list[CpuFigures]],
+    plan: Plan,
+    summary: dict[str, object],
+) -> CpuMedians:
+    """Print one transport's medians and put them in ``summary`` (``inproc_*`` in-process).
+
+    A ratio (or a difference) is the median of the rounds' own: each round's
+    variants ran side by side, in lockstep.
+    """
+    variants = list(results)
+    repeats = len(results["query"])
+    key = "" if transport == "http" else "inproc_"
+
+    def median(variant: CpuVariant, of: Callable[[CpuFigures], float]) -> float:
+        return _median([of(r) for r in results[variant]])
+
+    def paired(variant: CpuVariant, of: Callable[[CpuFigures, CpuFigures], float]) -> float:
+        return _median([of(r, q) for r, q in zip(results[variant], results["query"], strict=True)])
+
+    def cpu_of(r: CpuFigures) -> float:
+        return r.cpu_ms_per_turn
+
+    def wall_of(r: CpuFigures) -> float:
+        return r.wall_ms_per_turn
+
+    cpu = {v: median(v, cpu_of) for v in variants}
+    wall = {v: median(v, wall_of) for v in variants}
+    cpu_ratio = {v: paired(v, lambda r, q: r.cpu_ms_per_turn / q.cpu_ms_per_turn) for v in variants}
+    wall_ratio = {
+        v: paired(v, lambda r, q: r.wall_ms_per_turn / q.wall_ms_per_turn) for v in variants
+    }
+    cpu_extra = {v: paired(v, lambda r, q: r.cpu_ms_per_turn - q.cpu_ms_per_turn) for v in variants}
+    lifecycle = median("session", lambda r: r.lifecycle_cpu_ms)
+    per_turn_events = median("session", lambda r: r.events_per_turn)
+    for variant in variants:
+        print(
+            f"{transport:>6} {variant:>12}: {cpu[variant]:.3f} ms CPU/turn, "
+            f"{wall[variant]:.3f} ms wall/turn (median of {repeats}); "
+            f"x{cpu_ratio[variant]:.3f} of query's CPU"
+        )
+    ratio, extra = cpu_ratio["session"], cpu_extra["session"]
     per_round = [
         s.cpu_ms_per_turn / q.cpu_ms_per_turn
         for q, s in zip(results["query"], results["session"], strict=True)
     ]
-    met = ratio <= GOAL_CPU_RATIO
+    if transport == "http":
+        verdict = f"goal <= {GOAL_CPU_RATIO}: {'met' if ratio <= GOAL_CPU_RATIO else 'NOT met'}"
+    else:
+        verdict = "no goal: an upper bound"
     print(
-        f"session/query CPU ratio: {ratio:.3f} (per round: "
-        f"{', '.join(f'{r:.3f}' for r in per_round)}; goal <= {GOAL_CPU_RATIO}: "
-        f"{'met' if met else 'NOT met'}); each observer got {per_turn_events:g} events/turn"
+        f"{transport} session/query CPU ratio: {ratio:.3f} (per round: "
+        f"{', '.join(f'{r:.3f}' for r in per_round)}; {verdict}); the Session with its 3 "
+        f"observers adds {extra:.3f} ms CPU/turn; each observer got {per_turn_events:g} events/turn"
     )
-    extra = cpu["session"] - cpu["query"]
-    actor = cpu["bare_session"] - cpu["query"]
-    print(
-        f"the Session's extra {extra:.3f} ms/turn: {actor:.3f} the Session itself (no observers), "
-        f"{extra - actor:.3f} the three observers; a journal adds "
-        f"{cpu['journal_off'] - cpu['session']:.3f} (fsync off), "
-        f"{cpu['journal_turn'] - cpu['session']:.3f} (fsync per turn)"
-    )
-    print(f"a Session's start (with its 3 observers) and close: {lifecycle:.3f} ms CPU")
-    others = [v for v in CPU_VARIANTS if v != "query"]
+    parts = []
+    if "bare_session" in cpu:
+        actor = cpu_extra["bare_session"]
+        parts.append(f"{actor:.3f} the Session itself, {extra - actor:.3f} the three observers")
+    if "journal_off" in cpu:
+        journal = cpu_extra["journal_off"] - extra
+        parts.append(f"a journal adds {journal:.3f} (fsync off)")
+    if "journal_turn" in cpu:
+        parts.append(f"{cpu_extra['journal_turn'] - extra:.3f} (fsync per turn)")
+    if parts:
+        print(f"  of the extra {extra:.3f} ms/turn: " + "; ".join(parts))
+    print(f"  a Session's start (with its 3 observers) and close: {lifecycle:.3f} ms CPU")
+    others = [v for v in variants if v != "query"]
     summary.update(
-        {f"{v}_cpu_ms_per_turn": round(cpu[v], 4) for v in CPU_VARIANTS}
-        | {f"{v}_wall_ms_per_turn": round(wall[v], 4) for v in CPU_VARIANTS}
-        | {f"{v}_vs_query_cpu_ratio": round(cpu[v] / cpu["query"], 4) for v in others}
-        | {f"{v}_vs_query_wall_ratio": round(wall[v] / wall["query"], 4) for v in others}
+        {f"{key}{v}_cpu_ms_per_turn": round(cpu[v], 4) for v in variants}
+        | {f"{key}{v}_wall_ms_per_turn": round(wall[v], 4) for v in variants}
+        | {f"{key}{v}_vs_query_cpu_ratio": round(cpu_ratio[v], 4) for v in others}
+        | {f"{key}{v}_vs_query_wall_ratio": round(wall_ratio[v], 4) for v in others}
+        | {f"{key}{v}_extra_cpu_ms_per_turn": round(cpu_extra[v], 4) for v in others}
         | {
-            "journal_off_vs_session_cpu_ratio": round(cpu["journal_off"] / cpu["session"], 4),
-            "session_lifecycle_cpu_ms": round(lifecycle, 4),
-            "observer_events_per_turn": per_turn_events,
-            "goal_max_cpu_ratio": GOAL_CPU_RATIO,
-            "cpu_goal_met": met,
-            "turns": plan.turns,
-            "turns_measured_min": min(r.turns for rs in results.values() for r in rs),
-            "turns_per_session": plan.turns_per_session,
-            "repeats": repeats,
+            f"{key}session_vs_query_cpu_ratio_per_round": [round(r, 4) for r in per_round],
+            f"{key}session_lifecycle_cpu_ms": round(lifecycle, 4),
+            f"{key}observer_events_per_turn": per_turn_events,
+            f"{key}turns": results["query"][0].turns,
+            f"{key}turns_per_session": plan.turns_per_session,
+            f"{key}slices": plan.slices,
+            f"{key}repeats": repeats,
         }
     )
-    return met
+    if transport == "http":
+        # The unprefixed CPU keys (``session_vs_query_cpu_ratio``) are the HTTP figures.
+        summary |= {
+            "cpu_exchange": "http",
+            "goal_max_cpu_ratio": GOAL_CPU_RATIO,
+            "cpu_goal_met": ratio <= GOAL_CPU_RATIO,
+        }
+    return CpuMedians(cpu=cpu, ratio=ratio, extra=extra)
+
+
+def http_plan(plan: Plan, base_url: str) -> Plan:
+    return msgspec.structs.replace(
+        plan,
+        turns=plan.http_turns,
+        warmup=plan.http_warmup,
+        turns_per_session=plan.http_turns_per_session,
+        slices=plan.http_slices,
+        repeats=plan.http_repeats,
+        base_url=base_url,
+    )
+
+
+def http_part(plan: Plan, variants: Sequence[CpuVariant], summary: dict[str, object]) -> CpuMedians:
+    server = Server(exchange_script())
+    try:
+        base_url = server.start()
+        child_plan = http_plan(plan, base_url)
+        print(
+            f"cpu over HTTP (the goal's figure: the exchange of bench/overhead.py): "
+            f"OpenAIProvider against the wire server at {base_url}, a separate process (only "
+            f"client CPU is measured); 1 async tool call in {ARGUMENT_CHUNK_CHARS}-char argument "
+            f"deltas, then {TEXT_CHUNKS} text chunks, over 2 streamed requests per turn; "
+            f"{child_plan.repeats} rounds, each one process per variant, run in lockstep: "
+            f"{child_plan.warmup} warm-up turns, then {child_plan.slices} slices of "
+            f"{slice_turns(child_plan)} turns each; a fresh history/Session every "
+            f"{child_plan.turns_per_session} turn(s)"
+        )
+        results = cpu_rounds("http", variants, child_plan)
+    finally:
+        server.stop()
+    return cpu_report("http", results, child_plan, summary)
+
+
+def inproc_part(plan: Plan, summary: dict[str, object]) -> CpuMedians:
+    print(
+        f"cpu in-process (the Session's own overhead in isolation, an upper bound on its "
+        f"relative cost): the same script played by ScriptedProvider, no HTTP; {plan.repeats} "
+        f"rounds, each one process per variant, run in lockstep: {plan.warmup} warm-up turns, "
+        f"then {plan.slices} slices of {slice_turns(plan)} turns each; a fresh history/Session "
+        f"every {plan.turns_per_session} turns"
+    )
+    results = cpu_rounds("inproc", CPU_VARIANTS, plan)
+    return cpu_report("inproc", results, plan, summary)
+
+
+def compare_transports(http: CpuMedians, inproc: CpuMedians) -> None:
+    print(
+        f"why two ratios: a bare Query costs {http.cpu['query']:.3f} ms CPU/turn over HTTP and "
+        f"{inproc.cpu['query']:.3f} in-process; the Session with its 3 observers adds "
+        f"{http.extra:.3f} and {inproc.extra:.3f} ms to it. Over HTTP, the real exchange, that "
+        f"is x{http.ratio:.3f}: the goal's figure. In-process, where nothing dilutes it, "
+        f"x{inproc.ratio:.3f}: the Session's own overhead, an upper bound on its relative cost"
+    )
 
 
 def memory_part(plan: Plan, summary: dict[str, object]) -> bool:
@@ -803,11 +1199,27 @@ def events_part(plan: Plan, summary: dict[str, object]) -> None:
     )
 
 
-def parent(plan: Plan, repeats: int, sections: Sequence[Section], check_goal: bool) -> int:
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally that stops the server
+
+
+def parent(
+    plan: Plan,
+    sections: Sequence[Section],
+    http_variants: Sequence[CpuVariant],
+    check_goal: bool,
+) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     summary: dict[str, object] = {}
     met = True
-    if "cpu" in sections:
-        met = cpu_part(plan, repeats, summary) and met
+    http = inproc = None
+    if "http" in sections:
+        http = http_part(plan, http_variants, summary)
+        met = http.ratio <= GOAL_CPU_RATIO and met
+    if "inproc" in sections:
+        inproc = inproc_part(plan, summary)
+    if http is not None and inproc is not None:
+        compare_transports(http, inproc)
     if "memory" in sections:
         met = memory_part(plan, summary) and met
     if "crowd" in sections:
@@ -819,7 +1231,25 @@ def parent(plan: Plan, repeats: int, sections: Sequence[Section], check_goal: bo
     return 1 if check_goal and not met else 0
 
 
-QUICK = Plan(turns=300, warmup=50, min_turns=50, idle=500, crowd=2_000, event_turns=5)
+QUICK = Plan(
+    turns=300,
+    warmup=50,
+    slices=6,
+    idle=500,
+    crowd=2_000,
+    event_turns=5,
+    http_turns=120,
+    http_warmup=20,
+    http_slices=6,
+    http_repeats=3,
+)
+
+
+def _variants(text: str) -> list[CpuVariant] | None:
+    chosen = {name.strip() for name in ("query", "session", *text.split(","))}
+    if not chosen <= set(CPU_VARIANTS):
+        return None
+    return [v for v in CPU_VARIANTS if v in chosen]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -828,20 +1258,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="A Session's CPU per turn against a bare Query, its memory, its event fan-out."
     )
     parser.add_argument("--quick", action="store_true", help="fewer turns and Sessions")
-    parser.add_argument("--turns", type=int, help=f"measured turns per process ({default.turns})")
-    parser.add_argument("--warmup", type=int, help=f"warm-up turns per process ({default.warmup})")
+    parser.add_argument(
+        "--http-turns",
+        type=int,
+        help=f"measured turns per HTTP variant and round ({default.http_turns})",
+    )
+    parser.add_argument(
+        "--http-turns-per-session",
+        type=int,
+        help="turns over HTTP before a fresh Session and history "
+        f"({default.http_turns_per_session}: every turn is bench/overhead.py's exchange)",
+    )
+    parser.add_argument(
+        "--http-repeats", type=int, help=f"rounds of the HTTP variants ({default.http_repeats})"
+    )
+    parser.add_argument(
+        "--http-variants",
+        default=",".join(HTTP_VARIANTS),
+        help=f"CPU variants run over HTTP (of {', '.join(CPU_VARIANTS)}; query and session "
+        "always run; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--turns",
+        type=int,
+        help=f"measured turns per in-process variant and round ({default.turns})",
+    )
+    parser.add_argument(
+        "--warmup", type=int, help=f"warm-up turns per in-process child ({default.warmup})"
+    )
     parser.add_argument(
         "--turns-per-session",
         type=int,
         default=default.turns_per_session,
-        help="turns before a fresh Session (and a fresh history for the Query)",
+        help="in-process turns before a fresh Session (and a fresh history for the Query) "
+        "(%(default)s)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="rounds of the CPU variants")
     parser.add_argument(
-        "--max-seconds",
-        type=float,
-        default=default.max_seconds,
-        help="wall-time cap of one CPU process's measured turns",
+        "--repeats", type=int, help=f"rounds of the in-process variants ({default.repeats})"
+    )
+    parser.add_argument(
+        "--slices",
+        type=int,
+        help=f"slices a round's turns are run in, on each transport ({default.slices})",
     )
     parser.add_argument("--idle", type=int, help=f"idle Sessions measured ({default.idle})")
     parser.add_argument("--crowd", type=int, help=f"concurrent Sessions ({default.crowd})")
@@ -850,7 +1308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        help=f"comma-separated parts to run (of {', '.join(SECTIONS)}; default: all)",
+        help=f"comma-separated parts to run (of {', '.join(SECTIONS)}, or cpu for http,inproc; "
+        "default: all)",
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if a goal is not met")
     parser.add_argument("--child", choices=CHILDREN, help=argparse.SUPPRESS)
@@ -860,32 +1319,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.plan:
             parser.error("--child needs --plan")
         return child(args.child, msgspec.json.decode(args.plan, type=Plan))
+
     base = QUICK if args.quick else default
+
+    def given(value: int | None, fallback: int) -> int:
+        return fallback if value is None else value
+
     plan = msgspec.structs.replace(
         base,
-        turns=args.turns if args.turns is not None else base.turns,
-        warmup=args.warmup if args.warmup is not None else base.warmup,
+        turns=given(args.turns, base.turns),
+        warmup=given(args.warmup, base.warmup),
         turns_per_session=args.turns_per_session,
-        max_seconds=args.max_seconds,
-        idle=args.idle if args.idle is not None else base.idle,
-        crowd=args.crowd if args.crowd is not None else base.crowd,
-        event_turns=args.event_turns if args.event_turns is not None else base.event_turns,
+        slices=given(args.slices, base.slices),
+        repeats=given(args.repeats, base.repeats),
+        idle=given(args.idle, base.idle),
+        crowd=given(args.crowd, base.crowd),
+        event_turns=given(args.event_turns, base.event_turns),
+        http_turns=given(args.http_turns, base.http_turns),
+        http_turns_per_session=given(args.http_turns_per_session, base.http_turns_per_session),
+        http_slices=given(args.slices, base.http_slices),
+        http_repeats=given(args.http_repeats, base.http_repeats),
     )
-    plan = msgspec.structs.replace(plan, min_turns=min(plan.min_turns, plan.turns))
     sections: list[Section] = []
     for name in (args.only or ",".join(SECTIONS)).split(","):
-        section = next((s for s in SECTIONS if s == name.strip()), None)
-        if section is None:
-            parser.error(f"unknown part {name!r} (choose from {', '.join(SECTIONS)})")
-        sections.append(section)
-    if (
-        min(plan.turns, plan.turns_per_session, args.repeats, plan.idle, plan.crowd) < 1
-        or plan.event_turns < 1
-        or plan.warmup < 0
-        or plan.max_seconds <= 0
-    ):
-        parser.error("counts must be >= 1, --warmup >= 0, --max-seconds > 0")
-    return parent(plan, args.repeats, sections, args.check)
+        name = name.strip()
+        chosen = [s for s in SECTIONS if s == name or (name == "cpu" and s in ("http", "inproc"))]
+        if not chosen:
+            parser.error(f"unknown part {name!r} (choose from {', '.join(SECTIONS)}, cpu)")
+        sections.extend(s for s in chosen if s not in sections)
+    http_variants = _variants(args.http_variants)
+    if http_variants is None:
+        parser.error(f"unknown variant in --http-variants (choose from {', '.join(CPU_VARIANTS)})")
+    counts = (plan.turns, plan.turns_per_session, plan.slices, plan.repeats, plan.idle, plan.crowd)
+    http_counts = (plan.http_turns, plan.http_turns_per_session, plan.http_slices)
+    if min(*counts, *http_counts, plan.http_repeats, plan.event_turns) < 1 or plan.warmup < 0:
+        parser.error("counts must be >= 1, --warmup >= 0")
+    return parent(plan, sections, http_variants, args.check)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Fan-out of a Session's events to any number of subscribers, none of which can stall it.
+"""Fan-out of events to any number of subscribers, none of which can stall the publisher.
+
+Used by Sessions (``SessionEvent``) and Agents (``AgentEvent``) alike.
 
 Each subscription has its own bounded buffer. Publishing never waits: when a
 buffer is full the overflow policy decides what is lost (``drop_oldest``, the
@@ -13,11 +15,11 @@ import contextlib
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Literal, TypeAlias
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import anyio
 
-from xai.events import EventsDropped, SessionEvent, SessionEventBody
+from xai.events import EventsDropped, SessionEvent
 from xai.exceptions import ConfigurationError
 
 __all__ = ["EventCallback", "Hub", "OverflowPolicy", "Subscription"]
@@ -26,8 +28,16 @@ OverflowPolicy: TypeAlias = Literal["drop_oldest", "drop_newest"]
 EventCallback: TypeAlias = Callable[[SessionEvent], Awaitable[None] | None]
 
 
-class Subscription:
-    """One subscriber's view of a Session's events: an async iterator with a bounded buffer.
+class _Envelope(Protocol):
+    @property
+    def seq(self) -> int: ...
+
+
+E = TypeVar("E", bound=_Envelope)
+
+
+class Subscription(Generic[E]):
+    """One subscriber's view of the events: an async iterator with a bounded buffer.
 
     Iterate it (``async for event in subscription``); it ends after the
     Session's ``closed`` event. Leaving the loop early, ``close()``, a ``with``
@@ -49,13 +59,13 @@ class Subscription:
         "policy",
     )
 
-    def __init__(self, hub: Hub, capacity: int, policy: OverflowPolicy) -> None:
+    def __init__(self, hub: Hub[E], capacity: int, policy: OverflowPolicy) -> None:
         if capacity < 1:
             raise ConfigurationError(
                 f"a subscription needs room for at least one event, got {capacity}"
             )
-        self._hub: Hub | None = hub
-        self._buffer: deque[SessionEvent] = deque()
+        self._hub: Hub[E] | None = hub
+        self._buffer: deque[E] = deque()
         self._waiter: anyio.Event | None = None
         self._missed = 0
         self._first_missed = 0
@@ -71,14 +81,14 @@ class Subscription:
         """Events lost to overflow and not yet reported by an ``EventsDropped``."""
         return self._missed
 
-    def _lose(self, event: SessionEvent) -> None:
+    def _lose(self, event: E) -> None:
         if self._missed == 0:
             self._first_missed = event.seq
             self._gap_at = len(self._buffer)
         self._missed += 1
         self._last_missed = event.seq
 
-    def push(self, event: SessionEvent) -> None:
+    def push(self, event: E) -> None:
         """Called by the hub; never blocks."""
         buffer = self._buffer
         if len(buffer) >= self.capacity:
@@ -100,32 +110,27 @@ class Subscription:
             self._waiter = None
             waiter.set()
 
-    def get_nowait(self) -> SessionEvent | None:
+    def get_nowait(self) -> E | None:
         """The next event if one is buffered (a gap first comes as ``EventsDropped``)."""
         if self._missed and (self.policy == "drop_oldest" or self._gap_at == 0):
             # drop_oldest loses events older than all it keeps: the gap comes first.
             # drop_newest loses events newer than those it kept: after them.
-            head = self._buffer[0] if self._buffer else None
-            session_id = head.session_id if head is not None else ""
-            gap = SessionEvent(
-                session_id,
-                self._first_missed,
-                EventsDropped(
-                    count=self._missed, first_seq=self._first_missed, last_seq=self._last_missed
-                ),
+            dropped = EventsDropped(
+                count=self._missed, first_seq=self._first_missed, last_seq=self._last_missed
             )
             self._missed = 0
-            return gap
+            hub = self._hub
+            return hub.wrap(self._first_missed, dropped) if hub is not None else None
         if self._buffer:
             if self._missed:
                 self._gap_at -= 1
             return self._buffer.popleft()
         return None
 
-    def __aiter__(self) -> Subscription:
+    def __aiter__(self) -> Subscription[E]:
         return self
 
-    async def __anext__(self) -> SessionEvent:
+    async def __anext__(self) -> E:
         while True:
             event = self.get_nowait()
             if event is not None:
@@ -144,37 +149,38 @@ class Subscription:
                 self._hub = None
             self.end()
 
-    def __enter__(self) -> Subscription:
+    def __enter__(self) -> Subscription[E]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-class Hub:
-    """The observer list: stamps events with the session id and a sequence number.
+class Hub(Generic[E]):
+    """The observer list: wraps each event in an envelope with the next sequence number.
 
     It holds its subscriptions weakly, so a subscription nobody holds any more
-    (an ``async for`` left with ``break``) is gone at once.
+    (an ``async for`` left with ``break``) is gone at once. ``wrap`` makes the
+    envelope (it stamps the session or agent id).
     """
 
-    __slots__ = ("_refs", "seq", "session_id")
+    __slots__ = ("_refs", "seq", "wrap")
 
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
+    def __init__(self, wrap: Callable[[int, Any], E]) -> None:
+        self.wrap = wrap
         self.seq = 0
-        self._refs: list[weakref.ref[Subscription]] = []
+        self._refs: list[weakref.ref[Subscription[E]]] = []
 
-    def subscribe(self, capacity: int, policy: OverflowPolicy) -> Subscription:
+    def subscribe(self, capacity: int, policy: OverflowPolicy) -> Subscription[E]:
         subscription = Subscription(self, capacity, policy)
         self._refs.append(weakref.ref(subscription, self._forget))
         return subscription
 
-    def _forget(self, ref: weakref.ref[Subscription]) -> None:
+    def _forget(self, ref: weakref.ref[Subscription[E]]) -> None:
         with contextlib.suppress(ValueError):
             self._refs.remove(ref)
 
-    def remove(self, subscription: Subscription) -> None:
+    def remove(self, subscription: Subscription[E]) -> None:
         for ref in self._refs:
             if ref() is subscription:
                 self._refs.remove(ref)
@@ -184,11 +190,11 @@ class Hub:
     def count(self) -> int:
         return sum(1 for ref in self._refs if ref() is not None)
 
-    def publish(self, body: SessionEventBody) -> SessionEvent | None:
+    def publish(self, body: Any) -> E | None:
         self.seq += 1
         if not self._refs:  # nobody listens: no envelope to build
             return None
-        event = SessionEvent(self.session_id, self.seq, body)
+        event = self.wrap(self.seq, body)
         for ref in self._refs:
             subscription = ref()
             if subscription is not None:

@@ -23,6 +23,7 @@ from xai.events import (
     MessageCommitted,
     QueryEvent,
     SessionClosed,
+    SessionEvent,
     SessionFailed,
     SessionFinalizing,
     TurnDone,
@@ -173,7 +174,8 @@ class Session:
             max_result_chars=self._base_tools.max_result_chars,
         )
         self._query = Query(provider, tools=self._tools, config=self.config.query)
-        self._hub = Hub(self.id)
+        session_id = self.id
+        self._hub: Hub[SessionEvent] = Hub(lambda seq, body: SessionEvent(session_id, seq, body))
         self._inbox: deque[tuple[TurnHandle, UserMessage | None]] = deque()
         self._wake: anyio.Event | None = None
         self._cancel: CancelToken | None = None
@@ -299,7 +301,7 @@ class Session:
 
     def subscribe(
         self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
-    ) -> Subscription:
+    ) -> Subscription[SessionEvent]:
         """A new subscription (async iterator of ``SessionEvent``) with its own buffer."""
         capacity = self.config.event_buffer if buffer is None else buffer
         subscription = self._hub.subscribe(capacity, overflow)
@@ -309,7 +311,7 @@ class Session:
 
     def events(
         self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
-    ) -> Subscription:
+    ) -> Subscription[SessionEvent]:
         """``async for event in session.events(): ...`` — leaving the loop unsubscribes."""
         return self.subscribe(buffer=buffer, overflow=overflow)
 
@@ -319,7 +321,7 @@ class Session:
         *,
         buffer: int | None = None,
         overflow: OverflowPolicy = "drop_oldest",
-    ) -> Subscription:
+    ) -> Subscription[SessionEvent]:
         """Call ``callback`` (sync or async) with every event, from a task of its own.
 
         A slow callback falls behind and loses events by ``overflow``; it never
@@ -750,10 +752,12 @@ class Session:
             if self._journal is not None:
                 self._journal.close()
             self._state = "closed"
-            self._hub.publish(SessionClosed(reason=reason))
-            self._hub.end()
-            if self._closed is not None:
-                self._closed.set()
+            try:
+                self._hub.publish(SessionClosed(reason=reason))
+                self._hub.end()
+            finally:  # whatever happened, nobody waits for this Session forever
+                if self._closed is not None:
+                    self._closed.set()
 
     async def _run_finalizing_hooks(self, reason: CloseReason) -> None:
         context = FinalizingContext(
@@ -780,7 +784,7 @@ class Session:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"
 
 
-async def _pump(subscription: Subscription, callback: EventCallback) -> None:
+async def _pump(subscription: Subscription[Any], callback: Callable[[Any], Any]) -> None:
     async for event in subscription:
         try:
             value = callback(event)

@@ -1,0 +1,37 @@
+"""Long-term memory: facts on chromadb with offline embeddings, an audit ledger, adjudication."""
+
+from xai.memory._embeddings import (
+    Embedder,
+    LocalMiniLM,
+    OpenAIEmbedder,
+    default_embedder,
+    local_minilm,
+)
+from xai.memory._judge import JUDGE_MARKER
+from xai.memory._memory import LongTermMemory
+from xai.memory._types import (
+    Decision,
+    DecisionKind,
+    Fact,
+    FactStatus,
+    MemoryConfig,
+    ScoredFact,
+    Tier,
+)
+
+__all__ = [
+    "JUDGE_MARKER",
+    "Decision",
+    "DecisionKind",
+    "Embedder",
+    "Fact",
+    "FactStatus",
+    "LocalMiniLM",
+    "LongTermMemory",
+    "MemoryConfig",
+    "OpenAIEmbedder",
+    "ScoredFact",
+    "Tier",
+    "default_embedder",
+    "local_minilm",
+]

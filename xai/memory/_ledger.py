@@ -1,0 +1,100 @@
+"""The audit ledger: every memory decision, append-only, and the source of truth.
+
+A decision is on disk (written and synced) before the vector index hears of
+it. Replaying the ledger gives every fact's latest version and the ids of the
+candidates already decided, which is what makes adjudication idempotent and
+lets the index be repaired after a kill at any point.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from xai.exceptions import JournalError
+from xai.logs import get_logger
+from xai.memory._types import Decision, Fact
+
+__all__ = ["Ledger", "LedgerState"]
+
+_log = get_logger(__name__)
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(Decision).decode
+
+
+class LedgerState(msgspec.Struct, kw_only=True):
+    facts: dict[str, Fact] = msgspec.field(default_factory=dict)
+    decided: set[str] = msgspec.field(default_factory=set)
+    """Candidate ids with a decision: a second delivery is ignored."""
+    seq: int = 0
+
+
+class Ledger:
+    """``ledger.jsonl``: one ``Decision`` per line, synced after each append."""
+
+    def __init__(self, path: Path, *, sync: bool = True) -> None:
+        self.path = path
+        self.sync = sync
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    @staticmethod
+    def replay(path: Path) -> LedgerState:
+        """Rebuild the state. A torn last line is cut off; a bad line elsewhere is an error."""
+        state = LedgerState()
+        if not path.exists():
+            return state
+        raw = path.read_bytes()
+        lines = raw.split(b"\n")
+        good_end = 0
+        offset = 0
+        for number, line in enumerate(lines, start=1):
+            end = offset + len(line) + 1
+            offset = end
+            if not line.strip():
+                good_end = min(end, len(raw))
+                continue
+            try:
+                decision = _decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                if number < len(lines) - 1 or (number == len(lines) - 1 and lines[-1] != b""):
+                    raise JournalError(
+                        f"corrupt ledger record ({exc})", path=str(path), line=number
+                    ) from None
+                _log.warning("ledger.torn_tail_skipped", path=str(path), line=number)
+                break
+            good_end = min(end, len(raw))
+            state.seq = max(state.seq, decision.seq)
+            if decision.candidate is not None:
+                state.decided.add(decision.candidate.id)
+            for fact in decision.facts:
+                state.facts[fact.id] = fact
+        if good_end < len(raw):
+            os.truncate(path, good_end)
+        elif raw and not raw.endswith(b"\n"):
+            with path.open("ab") as f:
+                f.write(b"\n")
+        return state
+
+    async def append(self, decision: Decision) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"ledger {self.path} is closed")
+        data = memoryview(_encode(decision) + b"\n")
+        while data:
+            data = data[os.write(self._fd, data) :]
+        if self.sync:
+            await anyio.to_thread.run_sync(os.fsync, self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def read(self) -> list[Decision]:
+        """Every decision, oldest first (for audits and tools)."""
+        if not self.path.exists():
+            return []
+        return [_decode(line) for line in self.path.read_bytes().splitlines() if line.strip()]

@@ -1,0 +1,542 @@
+"""Long-term memory (L1 and L2): adjudication, promotion, decay, search and the memory prefix.
+
+One writer: every change goes through ``_write`` under one lock, is appended
+to the ledger (synced) and only then applied to the vector index. Reading the
+ledger back on open rebuilds every fact and repairs the index, so a kill at
+any point loses no decided fact and duplicates none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from xai.logs import get_logger
+from xai.memory._embeddings import Embedder, local_minilm
+from xai.memory._index import VectorIndex
+from xai.memory._judge import ask_judge, contradicts
+from xai.memory._ledger import Ledger, LedgerState
+from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig, ScoredFact
+from xai.messages import MemoryCandidate
+from xai.providers import Provider
+
+__all__ = ["LongTermMemory"]
+
+_log = get_logger(__name__)
+_DAY = 86_400.0
+
+
+def fact_id_for(candidate: MemoryCandidate) -> str:
+    """Deterministic: re-deciding the same candidate (after a crash) makes the same fact."""
+    return f"f{candidate.id}"
+
+
+class LongTermMemory:
+    """An Agent's L1/L2 memory under ``directory`` (``ledger.jsonl`` + ``index/``)."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        judge: Provider | None = None,
+        config: MemoryConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        sync: bool = True,
+    ) -> None:
+        self.directory = Path(directory)
+        self.embedder = embedder if embedder is not None else local_minilm()
+        self.judge = judge
+        self.config = config if config is not None else MemoryConfig()
+        self.clock = clock
+        self._sync = sync
+        self._state = LedgerState()
+        self._ledger: Ledger | None = None
+        self._index: VectorIndex | None = None
+        self._lock: anyio.Lock | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Replay the ledger and make the index agree with it."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / "ledger.jsonl"
+        self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
+        self._ledger = Ledger(path, sync=self._sync)
+        self._index = await anyio.to_thread.run_sync(
+            VectorIndex, self.directory / "index", self.embedder
+        )
+        self._lock = anyio.Lock()
+        await self._reconcile()
+
+    async def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+    async def __aenter__(self) -> LongTermMemory:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _reconcile(self) -> None:
+        index = self._require_index()
+        indexed = await index.versions()
+        facts = self._state.facts
+        stale = [f for f in facts.values() if indexed.get(f.id) != f.version]
+        extra = [i for i in indexed if i not in facts]
+        if stale:
+            _log.warning("memory.index_repaired", facts=len(stale))
+            vectors = await self.embedder.embed([f.text for f in stale])
+            await index.upsert(stale, vectors)
+        if extra:
+            await index.delete(extra)
+
+    def _require_index(self) -> VectorIndex:
+        if self._index is None:
+            raise RuntimeError("the memory is not open: call open() or use `async with`")
+        return self._index
+
+    # -- reading -------------------------------------------------------------------
+
+    def get(self, fact_id: str) -> Fact | None:
+        return self._state.facts.get(fact_id)
+
+    def facts(self, *, status: str | None = "active", tier: str | None = None) -> list[Fact]:
+        """Facts by status and tier, most recently seen first."""
+        out = [
+            f
+            for f in self._state.facts.values()
+            if (status is None or f.status == status) and (tier is None or f.tier == tier)
+        ]
+        out.sort(key=lambda f: f.last_seen, reverse=True)
+        return out
+
+    def decided(self, candidate_id: str) -> bool:
+        return candidate_id in self._state.decided
+
+    def ledger(self) -> list[Decision]:
+        return self._ledger.read() if self._ledger is not None else []
+
+    async def search(
+        self, query: str, k: int = 5, *, tiers: Sequence[str] | None = None
+    ) -> list[ScoredFact]:
+        """The ``k`` active facts closest in meaning to ``query``."""
+        (vector,) = await self.embedder.embed([query])
+        hits = await self._require_index().nearest(vector, k, tiers=tiers)
+        return [
+            ScoredFact(self._state.facts[i], score) for i, score in hits if i in self._state.facts
+        ]
+
+    def strength(self, fact: Fact, now: float | None = None) -> float:
+        """Confidence decayed by time since last seen (L2 does not decay)."""
+        if fact.tier == "L2":
+            return fact.confidence
+        age = max(0.0, (now if now is not None else self.clock()) - fact.last_seen)
+        return float(fact.confidence * 0.5 ** (age / (self.config.l1_half_life_days * _DAY)))
+
+    async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
+        """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), in budget.
+
+        Relevance is cosine similarity to the purpose; without one, L2 by
+        recurrence then L1 by strength. Superseded facts never appear.
+        """
+        budget = budget_tokens if budget_tokens is not None else self.config.prefix_tokens
+        active = [f for f in self._state.facts.values() if f.status == "active"]
+        if not active or budget <= 0:
+            return ""
+        relevance: dict[str, float] = {}
+        if purpose and purpose.strip():
+            (vector,) = await self.embedder.embed([purpose])
+            hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
+            relevance = dict(hits)
+        now = self.clock()
+
+        def rank(f: Fact) -> tuple[float, float, float]:
+            return (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now))
+
+        stable = sorted((f for f in active if f.tier == "L2"), key=rank, reverse=True)
+        tentative = sorted(
+            (
+                f
+                for f in active
+                if f.tier == "L1"
+                and (not relevance or relevance.get(f.id, -1.0) >= self.config.prefix_min_relevance)
+            ),
+            key=rank,
+            reverse=True,
+        )
+        lines: list[str] = []
+        used = 0
+        for title, group in (
+            ("Stable facts:", stable),
+            ("Tentative (may be outdated):", tentative),
+        ):
+            chosen: list[str] = []
+            for fact in group:
+                line = f"- {fact.text}"
+                cost = len(line) // 4 + 1 + (len(title) // 4 + 1 if not chosen else 0)
+                if used + cost > budget:
+                    break
+                chosen.append(line)
+                used += cost
+            if chosen:
+                lines.append(title)
+                lines.extend(chosen)
+        return "\n".join(lines)
+
+    # -- writing -------------------------------------------------------------------
+
+    async def _write(
+        self,
+        kind: DecisionKind,
+        reason: str,
+        facts: Sequence[Fact],
+        *,
+        candidate: MemoryCandidate | None = None,
+        session_id: str | None = None,
+        judge: bool = False,
+        vectors: dict[str, list[float]] | None = None,
+    ) -> Decision:
+        """Ledger first (the commit point), then the in-memory state, then the index."""
+        assert self._ledger is not None, "the memory is not open"
+        self._state.seq += 1
+        decision = Decision(
+            seq=self._state.seq,
+            kind=kind,
+            reason=reason,
+            at=self.clock(),
+            candidate=candidate,
+            session_id=session_id,
+            facts=tuple(facts),
+            judge=judge,
+        )
+        await self._ledger.append(decision)
+        if candidate is not None:
+            self._state.decided.add(candidate.id)
+        for fact in facts:
+            self._state.facts[fact.id] = fact
+        index = self._require_index()
+        vectors = vectors or {}
+        fresh = [f for f in facts if f.id in vectors]
+        if fresh:
+            await index.upsert(fresh, [vectors[f.id] for f in fresh])
+        changed = [f for f in facts if f.id not in vectors]
+        if changed:
+            await index.update_metadata(changed)
+        return decision
+
+    async def adjudicate(
+        self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
+    ) -> list[Decision]:
+        """Decide every candidate not decided before. Returns the decisions made now."""
+        assert self._lock is not None, "the memory is not open"
+        async with self._lock:
+            todo = [c for c in candidates if c.id not in self._state.decided]
+            unique: dict[str, MemoryCandidate] = {c.id: c for c in todo}
+            todo = list(unique.values())
+            if not todo:
+                return []
+            vectors = await self.embedder.embed([c.text for c in todo])
+            decisions: list[Decision] = []
+            for candidate, vector in zip(todo, vectors, strict=True):
+                decisions.extend(
+                    await self._decide(
+                        candidate, vector, session_id or candidate.session_id or None
+                    )
+                )
+            return decisions
+
+    async def _decide(
+        self, candidate: MemoryCandidate, vector: list[float], session_id: str | None
+    ) -> list[Decision]:
+        config = self.config
+        if not candidate.evidence or not candidate.text.strip():
+            return [
+                await self._write(
+                    "drop", "no user evidence", (), candidate=candidate, session_id=session_id
+                )
+            ]
+        hits = await self._require_index().nearest(vector, config.neighbours)
+        near = [(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
+        if not near or near[0][1] < config.novel_similarity:
+            return await self._add(candidate, vector, session_id, "nothing similar is known")
+        top, similarity = near[0]
+        if similarity >= config.duplicate_similarity and not contradicts(candidate.text, top.text):
+            return await self._reinforce(
+                top, candidate, session_id, f"same as a known fact ({similarity:.2f})"
+            )
+        if self.judge is not None and config.use_judge:
+            verdict = await ask_judge(
+                self.judge,
+                candidate.text,
+                [f.text for f, _ in near],
+                max_tokens=config.judge_max_tokens,
+            )
+            if verdict is not None:
+                return await self._apply_verdict(candidate, vector, session_id, near, verdict)
+        # Rules only: a contradiction replaces, a close match recurs, the rest is new.
+        if contradicts(candidate.text, top.text):
+            return await self._supersede(
+                top, candidate, vector, session_id, "contradicts a known fact (rules)"
+            )
+        midpoint = (config.novel_similarity + config.duplicate_similarity) / 2
+        if similarity >= midpoint:
+            return await self._reinforce(
+                top, candidate, session_id, f"close to a known fact ({similarity:.2f}, rules)"
+            )
+        return await self._add(
+            candidate, vector, session_id, f"related but different ({similarity:.2f}, rules)"
+        )
+
+    async def _apply_verdict(
+        self,
+        candidate: MemoryCandidate,
+        vector: list[float],
+        session_id: str | None,
+        near: list[tuple[Fact, float]],
+        verdict: object,
+    ) -> list[Decision]:
+        from xai.memory._judge import Verdict
+
+        assert isinstance(verdict, Verdict)
+        reason = verdict.reason or f"judge: {verdict.decision}"
+        target = near[verdict.fact - 1][0] if verdict.fact is not None else None
+        if verdict.decision == "drop":
+            return [
+                await self._write(
+                    "drop", reason, (), candidate=candidate, session_id=session_id, judge=True
+                )
+            ]
+        if verdict.decision == "add" or target is None:
+            return await self._add(
+                candidate, vector, session_id, reason, judge=True, important=verdict.important
+            )
+        if verdict.decision == "reinforce":
+            return await self._reinforce(
+                target, candidate, session_id, reason, judge=True, important=verdict.important
+            )
+        if verdict.decision == "update":
+            return await self._merge(
+                target,
+                candidate,
+                verdict.text.strip(),
+                session_id,
+                reason,
+                important=verdict.important,
+            )
+        return await self._supersede(
+            target, candidate, vector, session_id, reason, judge=True, important=verdict.important
+        )
+
+    def _new_fact(
+        self,
+        candidate: MemoryCandidate,
+        session_id: str | None,
+        *,
+        important: bool,
+        supersedes: tuple[str, ...] = (),
+    ) -> Fact:
+        now = self.clock()
+        return Fact(
+            id=fact_id_for(candidate),
+            text=candidate.text.strip(),
+            kind=candidate.kind,
+            tier="L2" if important else "L1",
+            sessions=(session_id,) if session_id else (),
+            first_seen=now,
+            last_seen=now,
+            confidence=candidate.confidence,
+            supersedes=supersedes,
+            sources=(candidate.id,),
+            important=important,
+        )
+
+    async def _add(
+        self,
+        candidate: MemoryCandidate,
+        vector: list[float],
+        session_id: str | None,
+        reason: str,
+        *,
+        judge: bool = False,
+        important: bool = False,
+    ) -> list[Decision]:
+        fact = self._new_fact(candidate, session_id, important=important)
+        return [
+            await self._write(
+                "add", reason, (fact,), candidate=candidate, session_id=session_id,
+                judge=judge, vectors={fact.id: vector},
+            )
+        ]  # fmt: skip
+
+    def _recur(
+        self, fact: Fact, candidate: MemoryCandidate, session_id: str | None, *, important: bool
+    ) -> Fact:
+        new_session = session_id is not None and session_id not in fact.sessions
+        tier = fact.tier
+        if important or (new_session and fact.count + 1 >= self.config.promote_after_sessions):
+            tier = "L2"
+        return msgspec.structs.replace(
+            fact,
+            count=fact.count + 1 if new_session else fact.count,
+            sessions=(*fact.sessions, session_id) if new_session and session_id else fact.sessions,
+            last_seen=self.clock(),
+            confidence=max(fact.confidence, candidate.confidence),
+            sources=(*fact.sources, candidate.id),
+            important=fact.important or important,
+            tier=tier,
+            version=fact.version + 1,
+        )
+
+    async def _reinforce(
+        self,
+        fact: Fact,
+        candidate: MemoryCandidate,
+        session_id: str | None,
+        reason: str,
+        *,
+        judge: bool = False,
+        important: bool = False,
+    ) -> list[Decision]:
+        updated = self._recur(fact, candidate, session_id, important=important)
+        decisions = [
+            await self._write(
+                "reinforce",
+                reason,
+                (updated,),
+                candidate=candidate,
+                session_id=session_id,
+                judge=judge,
+            )
+        ]
+        if updated.tier == "L2" and fact.tier == "L1":
+            why = (
+                "judged important" if updated.important else f"reported by {updated.count} sessions"
+            )
+            decisions.append(await self._write("promote", why, (), session_id=session_id))
+        return decisions
+
+    async def _merge(
+        self,
+        fact: Fact,
+        candidate: MemoryCandidate,
+        text: str,
+        session_id: str | None,
+        reason: str,
+        *,
+        important: bool,
+    ) -> list[Decision]:
+        merged = msgspec.structs.replace(
+            self._recur(fact, candidate, session_id, important=important), text=text
+        )
+        (vector,) = await self.embedder.embed([text])
+        return [
+            await self._write(
+                "merge", reason, (merged,), candidate=candidate, session_id=session_id,
+                judge=True, vectors={merged.id: vector},
+            )
+        ]  # fmt: skip
+
+    async def _supersede(
+        self,
+        old: Fact,
+        candidate: MemoryCandidate,
+        vector: list[float],
+        session_id: str | None,
+        reason: str,
+        *,
+        judge: bool = False,
+        important: bool = False,
+    ) -> list[Decision]:
+        new = self._new_fact(
+            candidate, session_id, important=important or old.tier == "L2", supersedes=(old.id,)
+        )
+        retired = msgspec.structs.replace(
+            old, status="superseded", superseded_by=new.id, version=old.version + 1
+        )
+        return [
+            await self._write(
+                "supersede", reason, (retired, new), candidate=candidate, session_id=session_id,
+                judge=judge, vectors={new.id: vector},
+            )
+        ]  # fmt: skip
+
+    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+        assert self._lock is not None, "the memory is not open"
+        async with self._lock:
+            fact = self._state.facts.get(fact_id)
+            if fact is None:
+                raise KeyError(f"no fact {fact_id!r}")
+            gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
+            return await self._write("forget", reason, (gone,))
+
+    async def maintain(self) -> list[Decision]:
+        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
+        assert self._lock is not None, "the memory is not open"
+        async with self._lock:
+            decisions: list[Decision] = []
+            now = self.clock()
+            for fact in [
+                f for f in self._state.facts.values() if f.status == "active" and f.tier == "L1"
+            ]:
+                strength = self.strength(fact, now)
+                if strength < self.config.decay_floor:
+                    gone = msgspec.structs.replace(fact, status="decayed", version=fact.version + 1)
+                    decisions.append(
+                        await self._write(
+                            "decay", f"strength {strength:.3f} below the floor", (gone,)
+                        )
+                    )
+            decisions.extend(await self._compact_l2())
+            return decisions
+
+    async def _compact_l2(self) -> list[Decision]:
+        stable = sorted(
+            (f for f in self._state.facts.values() if f.status == "active" and f.tier == "L2"),
+            key=lambda f: f.first_seen,
+        )
+        if len(stable) < 2:
+            return []
+        decisions: list[Decision] = []
+        vectors = await self.embedder.embed([f.text for f in stable])
+        index = self._require_index()
+        for fact, vector in zip(stable, vectors, strict=True):
+            keeper = self._state.facts[fact.id]
+            if keeper.status != "active":
+                continue
+            for other_id, similarity in await index.nearest(vector, 4, tiers=["L2"]):
+                other = self._state.facts.get(other_id)
+                if other is None or other.id == keeper.id or other.status != "active":
+                    continue
+                if similarity < self.config.l2_merge_similarity or contradicts(
+                    keeper.text, other.text
+                ):
+                    continue
+                sessions = tuple(dict.fromkeys((*keeper.sessions, *other.sessions)))
+                keeper = msgspec.structs.replace(
+                    keeper,
+                    count=len(sessions) or keeper.count + other.count,
+                    sessions=sessions,
+                    last_seen=max(keeper.last_seen, other.last_seen),
+                    sources=(*keeper.sources, *other.sources),
+                    supersedes=(*keeper.supersedes, other.id),
+                    version=keeper.version + 1,
+                )
+                retired = msgspec.structs.replace(
+                    other, status="superseded", superseded_by=keeper.id, version=other.version + 1
+                )
+                decisions.append(
+                    await self._write(
+                        "compact",
+                        f"near-duplicate stable facts ({similarity:.2f})",
+                        (keeper, retired),
+                    )
+                )
+        return decisions

@@ -1,0 +1,113 @@
+"""Long-term memory values: facts, the decisions that made them, and the settings."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from xai.exceptions import ConfigurationError
+from xai.messages import CandidateKind, MemoryCandidate
+
+__all__ = [
+    "Decision",
+    "DecisionKind",
+    "Fact",
+    "FactStatus",
+    "MemoryConfig",
+    "ScoredFact",
+    "Tier",
+]
+
+Tier: TypeAlias = Literal["L1", "L2"]
+"""L1: tentative points from Sessions; L2: stable facts (recurring or judged important)."""
+
+FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
+
+DecisionKind: TypeAlias = Literal[
+    "add", "reinforce", "merge", "supersede", "drop", "promote", "decay", "compact", "forget"
+]
+
+
+class Fact(msgspec.Struct, frozen=True, kw_only=True):
+    """One remembered point and its history. Every change makes a new version."""
+
+    id: str
+    text: str
+    kind: CandidateKind = "fact"
+    tier: Tier = "L1"
+    count: int = 1
+    """Recurrences: how many distinct Sessions reported it."""
+    sessions: tuple[str, ...] = ()
+    first_seen: float
+    last_seen: float
+    confidence: float = 0.5
+    status: FactStatus = "active"
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    sources: tuple[str, ...] = ()
+    """Ids of the candidates it came from."""
+    important: bool = False
+    version: int = 1
+
+
+class ScoredFact(msgspec.Struct, frozen=True):
+    fact: Fact
+    score: float
+    """Cosine similarity to the query (1 = same direction)."""
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the audit ledger: what was decided, why, from where, and the result.
+
+    ``facts`` are the complete new versions of every fact the decision changed,
+    so replaying the ledger rebuilds the memory exactly.
+    """
+
+    seq: int
+    kind: DecisionKind
+    reason: str
+    at: float
+    candidate: MemoryCandidate | None = None
+    session_id: str | None = None
+    facts: tuple[Fact, ...] = ()
+    judge: bool = False
+    """True when an LLM judge made the call (else thresholds did)."""
+
+
+class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Thresholds and limits of adjudication, promotion, decay and the memory prefix.
+
+    Similarities are cosines between unit vectors (1 = identical meaning).
+    """
+
+    duplicate_similarity: float = 0.88
+    """At or above: the candidate is the nearest fact again (reinforce)."""
+    novel_similarity: float = 0.65
+    """Below: the candidate is new (add). In between the judge decides (or the rules)."""
+    neighbours: int = 5
+    """Nearest active facts shown to the judge."""
+    use_judge: bool = True
+    """Ask the LLM in the ambiguous band when a provider is available."""
+    judge_max_tokens: int = 400
+    promote_after_sessions: int = 3
+    """An L1 fact reported by this many distinct Sessions becomes L2."""
+    l1_half_life_days: float = 30.0
+    decay_floor: float = 0.1
+    """An unreinforced L1 fact whose decayed strength falls below this is dropped."""
+    l2_merge_similarity: float = 0.95
+    """L2 compaction merges stable facts at least this similar."""
+    prefix_tokens: int = 600
+    """Default budget of the memory prefix handed to a new Session."""
+    prefix_candidates: int = 40
+    prefix_min_relevance: float = 0.2
+    """With a purpose, tentative (L1) facts less similar to it than this are left out."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.novel_similarity <= self.duplicate_similarity <= 1:
+            raise ConfigurationError(
+                "need 0 < novel_similarity <= duplicate_similarity <= 1, got "
+                f"{self.novel_similarity} and {self.duplicate_similarity}"
+            )
+        if self.promote_after_sessions < 1:
+            raise ConfigurationError("promote_after_sessions must be at least 1")
