@@ -22,6 +22,7 @@ from xai.messages import (
     ErrorInfo,
     MemoryCandidate,
     Message,
+    Origin,
     QueryResult,
     ToolCall,
     ToolResult,
@@ -30,17 +31,22 @@ from xai.messages import (
 )
 
 __all__ = [
+    "AgentEvent",
+    "AgentEventBody",
     "CandidatesProposed",
     "Compacted",
     "EventsDropped",
+    "MemoryDecided",
     "MessageCommitted",
     "QueryDone",
     "QueryEvent",
     "SessionClosed",
+    "SessionEnded",
     "SessionEvent",
     "SessionEventBody",
     "SessionFailed",
     "SessionFinalizing",
+    "SessionOpened",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallFinished",
@@ -168,6 +174,49 @@ class SessionEvent(msgspec.Struct, frozen=True):
     session_id: str
     seq: int
     event: SessionEventBody
+
+
+# -- Agent events ---------------------------------------------------------------------
+
+
+class _AgentEventBody(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    pass
+
+
+class SessionOpened(_AgentEventBody, frozen=True, tag="session_opened"):
+    purpose: str | None = None
+    origin: Origin = "user"
+    parent_id: str | None = None
+    resumed: bool = False
+    """True for a Session reopened from its journal when the Agent started."""
+
+
+class SessionEnded(_AgentEventBody, frozen=True, tag="session_ended"):
+    reason: CloseReason
+
+
+class MemoryDecided(_AgentEventBody, frozen=True, tag="memory_decision"):
+    """The Agent decided what a memory candidate (or a maintenance step) changes."""
+
+    decision: str
+    reason: str
+    fact_ids: tuple[str, ...] = ()
+    candidate_id: str | None = None
+
+
+AgentEventBody: TypeAlias = SessionOpened | SessionEnded | MemoryDecided
+
+
+class AgentEvent(msgspec.Struct, frozen=True):
+    """Every event an Agent fans out: its own, and those of each of its Sessions.
+
+    ``session_id`` says which Session an event concerns (``None`` for the Agent's own).
+    """
+
+    agent_id: str
+    seq: int
+    session_id: str | None
+    event: SessionEventBody | AgentEventBody
 
 
 _decoder = msgspec.json.Decoder(QueryEvent)

@@ -49,7 +49,7 @@ class SessionContext:
         session = self._session
         if session.depth >= session.config.max_delegation_depth:
             raise ToolError("delegation depth limit reached: do this task yourself")
-        child, owned = await session._spawn_child(task)
+        child, _owned = await session._spawn_child(task)
         handle = child.send(task, origin="agent")
         try:
             outcome = await handle.result()
@@ -58,12 +58,11 @@ class SessionContext:
                 child.cancel()
                 outcome = await handle.result()
                 session._add_child_usage(outcome.usage)
-                if owned:
-                    await child.close("cancelled")
+                await child.close("cancelled")
             raise
         session._add_child_usage(outcome.usage)
-        if owned:
-            await child.close()
+        # The sub-task is done: the child closes (its owner's hooks run, e.g. memory).
+        await child.close()
         return outcome
 
 

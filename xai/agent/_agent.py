@@ -1,0 +1,436 @@
+"""The Agent actor: a long-lived owner of Sessions, a persona and long-term memory.
+
+Everything an Agent has lives under one directory::
+
+    agent.json            its id and creation time
+    persona.md            the persona (L3)
+    memory/ledger.jsonl   every memory decision (the truth)
+    memory/index/         the chromadb index of facts (derived, repaired on start)
+    sessions/<id>/        one journal per Session (parents and children alike)
+
+Starting an Agent on an existing directory brings back its memory and reopens
+every Session that had not closed. The Agent is the only writer of long-term
+memory: Sessions propose candidates (as events, and in their finalising
+hooks), one adjudication task decides them in order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+import msgspec
+
+from xai.agent._persona import Persona, load_persona, save_persona
+from xai.agent._tools import memory_search_tool
+from xai.events import (
+    AgentEvent,
+    CandidatesProposed,
+    MemoryDecided,
+    SessionClosed,
+    SessionEnded,
+    SessionEvent,
+    SessionOpened,
+)
+from xai.exceptions import ConfigurationError, JournalError, SessionClosedError
+from xai.logs import bind_ids, get_logger
+from xai.memory import Embedder, LongTermMemory, MemoryConfig, local_minilm
+from xai.messages import MemoryCandidate, Origin, UserMessage, new_id
+from xai.providers import Provider
+from xai.session import (
+    FinalizingContext,
+    OverflowPolicy,
+    Session,
+    SessionConfig,
+    Subscription,
+    SystemPrompt,
+)
+from xai.session._journal import JOURNAL_FILE, read_journal
+from xai.session._observers import Hub
+from xai.tools import Tool, ToolSet
+
+__all__ = ["Agent", "AgentConfig"]
+
+_log = get_logger(__name__)
+
+DEFAULT_INSTRUCTIONS = "Help the user. Use what you remember when it is relevant."
+
+
+class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How an Agent runs its Sessions and its memory."""
+
+    session: SessionConfig = SessionConfig(extract_memory=True, delegation=True)
+    """The configuration of every Session it opens (extraction on: the Agent learns)."""
+    memory: MemoryConfig = MemoryConfig()
+    memory_tool: bool = True
+    """Give each Session's model a ``search_memory`` tool over the Agent's memory."""
+    resume_sessions: bool = True
+    """On start, reopen every Session whose journal did not end with a close."""
+    sync_ledger: bool = True
+    """fsync each memory decision (a power cut loses none)."""
+    event_buffer: int = 10_000
+
+
+class _Job(msgspec.Struct):
+    session_id: str
+    candidates: tuple[MemoryCandidate, ...]
+    session: Any
+    done: Any
+
+
+class _AgentInfo(msgspec.Struct, frozen=True):
+    agent_id: str
+    created_at: float
+
+
+class Agent:
+    """An actor owning Sessions, a persona and long-term memory under ``directory``.
+
+    Run it with ``async with Agent(...) as agent`` or in your own task group
+    (``await group.start(agent.run)``). Open conversations with
+    ``open_session``; observe everything with ``events()``; ``close()`` closes
+    every Session (their candidates are adjudicated first), then the memory.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        provider: Provider,
+        *,
+        agent_id: str | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        embedder: Embedder | None = None,
+        judge: Provider | None = None,
+        persona: Persona | None = None,
+        config: AgentConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.directory = Path(directory)
+        self.provider = provider
+        self.config = config if config is not None else AgentConfig()
+        self.clock = clock
+        self.id = self._identity(agent_id)
+        stored = load_persona(self.directory / "persona.md")
+        if persona is not None and stored is None:
+            save_persona(self.directory / "persona.md", persona)
+        self._persona = stored if stored is not None else (persona or Persona())
+        self.memory = LongTermMemory(
+            self.directory / "memory",
+            embedder=embedder if embedder is not None else local_minilm(),
+            judge=judge if judge is not None else provider,
+            config=self.config.memory,
+            clock=clock,
+            sync=self.config.sync_ledger,
+        )
+        extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
+        self._tools = ToolSet([*ToolSet(tools), *extra])
+        self._sessions: dict[str, Session] = {}
+        agent_id_ = self.id
+
+        def wrap(seq: int, item: Any) -> AgentEvent:
+            # Items are (session id, body); a gap marker for a slow subscriber comes bare.
+            session_id, body = item if isinstance(item, tuple) else (None, item)
+            return AgentEvent(agent_id_, seq, session_id, body)
+
+        self._hub: Hub[AgentEvent] = Hub(wrap)
+        self._group: anyio.abc.TaskGroup | None = None
+        self._outer: anyio.abc.TaskGroup | None = None
+        self._jobs: MemoryObjectSendStream[_Job] | None = None
+        self._stopping: anyio.Event | None = None
+        self._stopped: anyio.Event | None = None
+        self._running = False
+
+    def _identity(self, agent_id: str | None) -> str:
+        path = self.directory / "agent.json"
+        if path.exists():
+            info = msgspec.json.decode(path.read_bytes(), type=_AgentInfo)
+            if agent_id is not None and agent_id != info.agent_id:
+                raise ConfigurationError(
+                    f"{self.directory} holds agent {info.agent_id!r}, not {agent_id!r}"
+                )
+            return info.agent_id
+        self.directory.mkdir(parents=True, exist_ok=True)
+        info = _AgentInfo(agent_id=agent_id or new_id(), created_at=time.time())
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(msgspec.json.encode(info))
+        tmp.replace(path)
+        return info.agent_id
+
+    # -- state ---------------------------------------------------------------------
+
+    @property
+    def persona(self) -> Persona:
+        return self._persona
+
+    def set_persona(self, persona: Persona) -> None:
+        """Replace the persona (saved at once; Sessions opened from now on get it)."""
+        save_persona(self.directory / "persona.md", persona)
+        self._persona = persona
+
+    @property
+    def sessions(self) -> dict[str, Session]:
+        """Open Sessions by id (a copy)."""
+        return dict(self._sessions)
+
+    def session(self, session_id: str) -> Session:
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise SessionClosedError(
+                f"agent {self.id} has no open session {session_id!r}"
+            ) from None
+
+    def events(
+        self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
+    ) -> Subscription[AgentEvent]:
+        """Every event of the Agent and of each of its Sessions, as ``AgentEvent``s."""
+        return self._hub.subscribe(buffer or self.config.event_buffer, overflow)
+
+    def _publish(self, session_id: str | None, body: Any) -> None:
+        self._hub.publish((session_id, body))
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> Agent:
+        self._outer = anyio.create_task_group()
+        await self._outer.__aenter__()
+        try:
+            await self._outer.start(self.run)
+        except BaseException as exc:
+            await self._outer.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._outer is not None
+        with anyio.CancelScope(shield=True):
+            await self.close()
+        return await self._outer.__aexit__(*exc_info)
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The Agent's task: returns once every Session is closed and the memory is flushed."""
+        if self._running:
+            raise ConfigurationError(f"agent {self.id} is already running")
+        self._running = True
+        self._stopping = anyio.Event()
+        self._stopped = anyio.Event()
+        with bind_ids(agent_id=self.id):
+            await self.memory.open()
+            send, receive = anyio.create_memory_object_stream[_Job](math.inf)
+            self._jobs = send
+            try:
+                async with anyio.create_task_group() as group:
+                    self._group = group
+                    group.start_soon(self._adjudicate_forever, receive)
+                    if self.config.resume_sessions:
+                        await self._resume_sessions()
+                    task_status.started()
+                    await self._stopping.wait()
+                    with anyio.CancelScope(shield=True):
+                        await self._close_sessions()
+                        await send.aclose()
+            finally:
+                self._jobs = None
+                self._group = None
+                with anyio.CancelScope(shield=True):
+                    await self.memory.close()
+                self._hub.end()
+                self._stopped.set()
+                self._running = False
+
+    async def close(self) -> None:
+        """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent."""
+        if self._stopping is None or self._stopped is None:
+            return
+        self._stopping.set()
+        await self._stopped.wait()
+
+    async def _close_sessions(self) -> None:
+        async with anyio.create_task_group() as group:
+            for session in list(self._sessions.values()):
+                group.start_soon(session.close, "owner_shutdown")
+
+    # -- sessions --------------------------------------------------------------------
+
+    async def open_session(
+        self,
+        purpose: str | None = None,
+        *,
+        instructions: str = DEFAULT_INSTRUCTIONS,
+        config: SessionConfig | None = None,
+        prefix_tokens: int | None = None,
+        origin: Origin = "user",
+    ) -> Session:
+        """Open a Session for ``purpose``: it gets the persona and a memory prefix chosen for
+        that purpose within ``prefix_tokens`` (default ``MemoryConfig.prefix_tokens``)."""
+        if self._group is None:
+            raise SessionClosedError(f"agent {self.id} is not running")
+        prefix = await self.memory.prefix(purpose, budget_tokens=prefix_tokens)
+        system = SystemPrompt(
+            instructions=instructions, persona=self._persona.render(), memory_prefix=prefix
+        )
+        session_id = new_id()
+        session = Session(
+            self.provider,
+            tools=self._tools,
+            config=config or self.config.session,
+            system=system,
+            directory=self.directory / "sessions" / session_id,
+            session_id=session_id,
+            child_factory=self._spawn_child,
+        )
+        await self._start(session, SessionOpened(purpose=purpose, origin=origin))
+        return session
+
+    async def _spawn_child(self, parent: Session, task: str) -> Session:
+        """Delegation under an Agent: the child is the Agent's too (events, memory, close)."""
+        assert self._group is not None
+        session_id = new_id()
+        child = Session(
+            self.provider,
+            tools=self._tools,
+            config=parent.config,
+            system=SystemPrompt(
+                instructions="You are a helper working on one delegated task. Do it and reply "
+                "with the result only.",
+                persona=self._persona.render(),
+            ),
+            directory=self.directory / "sessions" / session_id,
+            session_id=session_id,
+            parent_id=parent.id,
+            depth=parent.depth + 1,
+            child_factory=self._spawn_child,
+        )
+        await self._start(child, SessionOpened(purpose=task, origin="agent", parent_id=parent.id))
+        return child
+
+    async def _start(self, session: Session, opened: SessionOpened) -> None:
+        assert self._group is not None
+        await self._group.start(session.run)
+        self._sessions[session.id] = session
+        session.on_session_finalizing.append(self._on_finalizing)
+        session.on(self._forwarder(session), buffer=self.config.event_buffer)
+        self._publish(session.id, opened)
+
+    def _forwarder(self, session: Session) -> Callable[[SessionEvent], None]:
+        def forward(event: SessionEvent) -> None:
+            body = event.event
+            self._publish(session.id, body)
+            if isinstance(body, CandidatesProposed):
+                self._enqueue(session, body.candidates, None)
+            elif isinstance(body, SessionClosed):
+                self._sessions.pop(session.id, None)
+                self._publish(session.id, SessionEnded(reason=body.reason))
+
+        return forward
+
+    async def _on_finalizing(self, context: FinalizingContext) -> None:
+        """A Session is closing: its unreported candidates are decided before it goes."""
+        if not context.candidates:
+            return
+        done = anyio.Event()
+        if self._enqueue(
+            self._sessions.get(context.session_id), context.candidates, done, context.session_id
+        ):
+            await done.wait()
+
+    def _enqueue(
+        self,
+        session: Session | None,
+        candidates: tuple[MemoryCandidate, ...],
+        done: anyio.Event | None,
+        session_id: str | None = None,
+    ) -> bool:
+        if self._jobs is None:
+            _log.warning("agent.candidates_after_stop", count=len(candidates))
+            return False
+        job = _Job(
+            session_id=session.id if session is not None else (session_id or ""),
+            candidates=candidates,
+            session=session,
+            done=done,
+        )
+        self._jobs.send_nowait(job)
+        return True
+
+    async def _resume_sessions(self) -> None:
+        root = self.directory / "sessions"
+        if not root.is_dir():
+            return
+        for path in sorted(root.iterdir()):
+            journal = path / JOURNAL_FILE
+            if not journal.is_file():
+                continue
+            try:
+                state = await anyio.to_thread.run_sync(read_journal, journal)
+            except (JournalError, OSError) as exc:
+                _log.error("agent.session_unreadable", path=str(path), error=str(exc))
+                continue
+            if state.closed is not None:
+                continue
+            session = Session.reopen(
+                path,
+                self.provider,
+                tools=self._tools,
+                config=self.config.session,
+                child_factory=self._spawn_child,
+                depth=1 if state.header.parent_id else 0,
+            )
+            await self._start(
+                session, SessionOpened(parent_id=state.header.parent_id, resumed=True)
+            )
+            pending = tuple(c for c in state.candidates if c.id not in state.reported)
+            if pending:
+                self._enqueue(session, pending, None)
+
+    # -- adjudication ----------------------------------------------------------------
+
+    def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
+        """Evidence must be user-origin input of that Session (when its history still has it)."""
+        if not candidate.evidence:
+            return False
+        if session is None:
+            return True
+        by_id = {m.id: m for m in session.history if isinstance(m, UserMessage)}
+        for evidence in candidate.evidence:
+            message = by_id.get(evidence)
+            if message is not None and message.origin != "user":
+                return False
+        return True
+
+    async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[_Job]) -> None:
+        async with jobs:
+            async for job in jobs:
+                try:
+                    candidates = tuple(
+                        c
+                        if self._grounded(job.session, c)
+                        else msgspec.structs.replace(c, evidence=())
+                        for c in job.candidates
+                    )
+                    decisions = await self.memory.adjudicate(candidates, session_id=job.session_id)
+                    if job.session is not None:
+                        job.session.acknowledge_candidates(c.id for c in job.candidates)
+                    for decision in decisions:
+                        self._publish(
+                            job.session_id or None,
+                            MemoryDecided(
+                                decision=decision.kind,
+                                reason=decision.reason,
+                                fact_ids=tuple(f.id for f in decision.facts),
+                                candidate_id=decision.candidate.id if decision.candidate else None,
+                            ),
+                        )
+                except Exception:
+                    _log.exception("agent.adjudication_failed", session_id=job.session_id)
+                finally:
+                    if job.done is not None:
+                        job.done.set()
