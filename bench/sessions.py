@@ -13,44 +13,53 @@ Four parts, each run in child processes of its own:
    ``Query(provider, tools=[tool]).run(history, input)``; variant ``session``
    with ``await session.send(input)`` on a ``Session`` (no directory, no memory
    extraction) watched by three observers: an ``events()`` iterator consumed by
-   a task, a sync ``on()`` callback and an async ``on()`` callback. Both keep a
-   history the same way and start a fresh one every ``--http-turns-per-session``
-   turns (the ``session`` variant by starting a new Session). That is 1 by
-   default: every turn is then exactly overhead.py's exchange, from an empty
-   history. A longer history would flatter the Session: the openai SDK's
-   request transform walks every message of every request, so a Query with 9
-   prior turns costs some 4x one without, and the Session's extra, which does
-   not grow with the history, would be diluted by it. Only the turns are timed
+   a task, a sync ``on()`` callback and an async ``on()`` callback; variant
+   ``bare_session`` is ``session`` without observers. Both keep a history the
+   same way and start a fresh one every ``--http-turns-per-session`` turns
+   (the Session variants by starting a new Session). That is 1 by default:
+   every turn is then exactly overhead.py's exchange, from an empty history,
+   and a Query costs what it costs there. With longer histories the openai
+   SDK's request transform, which walks every message of every request,
+   dominates both variants (a Query with 9 prior turns costs some 4x one
+   without) and the figures get slower to measure and noisier;
+   ``--http-turns-per-session 10`` runs that case. Only the turns are timed
    (``time.process_time()``, until every observer has seen the last
    ``turn_done``); the Session's start and close are reported on their own.
-   Each variant runs in a child process of its own; the variants alternate for
-   ``--http-repeats`` rounds and the medians are compared with the ``query``
-   baseline of the same invocation. Goal: session/query <= 1.15 (key
-   ``session_vs_query_cpu_ratio``). ``--http-variants`` adds the variants of
-   part 2 (``bare_session``, ``journal_off``, ``journal_turn``); they are not
-   run by default, as what they split out (some 0.05 ms per turn) is below the
-   noise of an HTTP turn and part 2 measures it cheaply.
+
+   Each variant runs in a child process of its own, and the children of a
+   round run in lockstep: they start and warm up together, then take turns,
+   each running a slice of turns while the others wait (``--slices``, in
+   alternating order), so whatever else the machine is doing weighs on every
+   variant alike. A round gives each variant's CPU per turn and its ratio to
+   the ``query`` child of the same round; the figures are the medians over
+   ``--http-repeats`` rounds, each of fresh processes. Goal: session/query <=
+   1.15 (key ``session_vs_query_cpu_ratio``). ``--http-variants`` can add
+   ``journal_off`` and ``journal_turn`` (see part 2); by default they run
+   in-process only, to keep the run short. Over HTTP the split between the
+   Session and its observers (``bare_session``) is close to the noise of a
+   4 ms turn; part 2 measures it better.
 2. CPU per turn in-process: the same comparison with the same script played
    by the in-process ``ScriptedProvider`` (no HTTP, no server), so what is
    measured is xai's work alone; keys ``inproc_*``. The histories grow for
-   ``--turns-per-session`` turns (10). Five variants: ``query``, ``session``,
-   ``bare_session`` (``session`` without observers, to split the Session's
-   cost from its observers'), ``journal_off`` and ``journal_turn``
-   (``session`` with a journal in a temporary directory,
-   ``SessionConfig(fsync="off")`` / ``"turn"``); ``--repeats`` rounds.
+   ``--turns-per-session`` turns (10). Five variants, in lockstep as above for
+   ``--repeats`` rounds: ``query``, ``bare_session``, ``session``, and
+   ``journal_off`` and ``journal_turn``, ``session`` with a journal in a
+   temporary directory (``SessionConfig(fsync="off")`` / ``"turn"``).
 
    Why both: over HTTP most of a turn's CPU is the HTTP client's (the openai
    SDK building each request, httpx, decoding the streamed chunks), as it is
    against a real model endpoint; the Session's extra work is diluted by it,
    and session/query there is what a Session costs an application: the goal's
-   figure. In-process a bare Query costs some 0.16 ms a turn, so the same
-   extra work (the Session's bookkeeping, the fan-out of each event to three
-   observers) weighs an order of magnitude more: session/query there is the
-   Session's own overhead in isolation, an upper bound on its relative cost
-   (no transport makes a Query cheaper than none), and the figure to watch
-   when optimising the Session. The absolute extra CPU per turn
-   (``session_extra_cpu_ms_per_turn`` and ``inproc_...``) should come out
-   about the same in both, give or take the noise of the HTTP figure.
+   figure. In-process a bare Query costs some 0.16 ms a turn, so the Session's
+   extra work (its bookkeeping, the fan-out of each event to three observers)
+   weighs an order of magnitude more: session/query there is the Session's
+   own overhead in isolation, an upper bound on its relative cost (no
+   transport makes a Query cheaper than none), and the figure to watch when
+   optimising the Session. The absolute extras (``session_extra_cpu_ms_per_turn``,
+   ``inproc_session_extra_cpu_ms_per_turn``) differ somewhat: over HTTP a
+   turn's events arrive one at a time, so each observer task wakes for each
+   event rather than once for a turn's worth, and with one turn per Session
+   every turn is a Session's first.
 3. Memory. ``--idle`` Sessions are started in one task group and left idle;
    tracemalloc's difference over them, divided by their number, is the cost of
    one idle Session, its tasks included (goal <= 16 KiB). Then ``--crowd``
@@ -65,9 +74,9 @@ Four parts, each run in child processes of its own:
    stream, so a whole turn's events arrive before any observer runs: the
    buffers of the fast observers must hold one turn.)
 
-    python bench/sessions.py            # the default run (about 85 s on 2 cores)
+    python bench/sessions.py            # the default run (about 80 s on 2 cores)
     python bench/sessions.py --quick    # fewer turns and Sessions (about 35 s)
-    python bench/sessions.py --only http,inproc   # just the CPU parts
+    python bench/sessions.py --only cpu # just the CPU parts (http,inproc)
     python bench/sessions.py --check    # exit 1 if a goal (CPU ratio, idle bytes) is not met
 
 The last line of output is one JSON object with the figures.

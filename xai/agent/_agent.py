@@ -24,8 +24,8 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._tools import memory_search_tool
