@@ -722,6 +722,8 @@ def child(kind: Child, plan: Plan) -> int:
     elif kind == "events":
         figures = anyio.run(run_events, plan, backend="asyncio")
     else:
+        # Its stdout is a protocol: xai's warnings (a failed request, say) go to stderr.
+        xai.configure_logging(level="warning", stream=sys.stderr)
         anyio.run(run_cpu, kind, plan, backend="asyncio")
         return 0
     print(msgspec.json.encode(figures).decode(), flush=True)
@@ -817,6 +819,8 @@ class CpuChild:
             text=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
+        self.other: list[str] = []
+        """What else the child wrote on its stdout (shown if it fails)."""
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -826,13 +830,17 @@ class CpuChild:
         self.lines.put("")  # the end
 
     def _line(self) -> str:
-        try:
-            line = self.lines.get(timeout=CHILD_TIMEOUT)
-        except queue.Empty:
-            self.fail(f"said nothing for {CHILD_TIMEOUT:g}s")
-        if not line:
-            self.fail("ended early")
-        return line
+        """The child's next line of the protocol (``ready`` or JSON); others are kept aside."""
+        while True:
+            try:
+                line = self.lines.get(timeout=CHILD_TIMEOUT)
+            except queue.Empty:
+                self.fail(f"said nothing for {CHILD_TIMEOUT:g}s")
+            if not line:
+                self.fail("ended early")
+            if line.startswith(("ready", "{")):
+                return line
+            self.other.append(line)
 
     def _say(self, line: str) -> None:
         assert self.process.stdin is not None
@@ -845,7 +853,7 @@ class CpuChild:
     def fail(self, what: str) -> NoReturn:
         self.close()
         self.stderr.seek(0)
-        sys.stderr.write(self.stderr.read().decode(errors="replace"))
+        sys.stderr.write("".join(self.other) + self.stderr.read().decode(errors="replace"))
         code = self.process.returncode
         raise RuntimeError(f"the {self.variant} child {what} (exit code {code})")
 

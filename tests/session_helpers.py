@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-from xai.events import SessionEvent
+from xai.events import AgentEvent, SessionEvent
 from xai.session import COMPACTION_MARKER, EXTRACTION_MARKER, Subscription
 from xai.testing import Reply
 
@@ -42,8 +42,11 @@ def summary_responder(summary: str = "SUMMARY OF EARLIER TALK") -> Any:
     return respond
 
 
-def drain(subscription: Subscription) -> list[SessionEvent]:
-    out: list[SessionEvent] = []
+E = TypeVar("E", SessionEvent, AgentEvent)
+
+
+def drain(subscription: Subscription[E]) -> list[E]:
+    out: list[E] = []
     while (event := subscription.get_nowait()) is not None:
         out.append(event)
     return out

@@ -93,8 +93,18 @@ class Ledger:
             os.close(self._fd)
             self._fd = None
 
-    def read(self) -> list[Decision]:
-        """Every decision, oldest first (for audits and tools)."""
-        if not self.path.exists():
+    @staticmethod
+    def read_path(path: Path) -> list[Decision]:
+        """Every decision, oldest first (for audits and tools); a torn last line is skipped."""
+        if not path.exists():
             return []
-        return [_decode(line) for line in self.path.read_bytes().splitlines() if line.strip()]
+        out: list[Decision] = []
+        lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+        for number, line in enumerate(lines, start=1):
+            try:
+                out.append(_decode(line))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                if number == len(lines):
+                    break
+                raise
+        return out

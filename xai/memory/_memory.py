@@ -122,7 +122,8 @@ class LongTermMemory:
         return candidate_id in self._state.decided
 
     def ledger(self) -> list[Decision]:
-        return self._ledger.read() if self._ledger is not None else []
+        """Every decision ever made, oldest first (read from disk; works when closed too)."""
+        return Ledger.read_path(self.directory / "ledger.jsonl")
 
     async def search(
         self, query: str, k: int = 5, *, tiers: Sequence[str] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,8 +19,6 @@ import anyio
 import anyio.abc
 
 from xai.events import (
-    CandidatesProposed,
-    Compacted,
     MessageCommitted,
     QueryEvent,
     SessionClosed,
@@ -50,14 +49,12 @@ from xai.messages import (
 )
 from xai.providers import Provider
 from xai.query import CancelToken, Query
-from xai.session._compaction import Calibration, digest, message_chars, split_point, summarise
+from xai.session._between import compact, extract
+from xai.session._compaction import Calibration, message_chars
 from xai.session._delegation import SessionContext, delegate_tool
-from xai.session._extraction import extract_candidates
 from xai.session._journal import (
     JOURNAL_FILE,
-    CandidatesRecord,
     ClosedRecord,
-    CompactedRecord,
     HeaderRecord,
     InputRecord,
     Journal,
@@ -189,6 +186,7 @@ class Session:
         self._closing = False
         self._close_reason: CloseReason = "closed"
         self._closed: anyio.Event | None = None  # made in run(): needs the event loop
+        self._finished: anyio.Event | None = None
         self._state: Literal["new", "running", "closing", "closed"] = "new"
         self._restored = _state
         self._history: list[Message] = list(_state.history) if _state else []
@@ -332,7 +330,7 @@ class Session:
                 f"session {self.id} is not running: callbacks need a running Session"
             )
         subscription = self.subscribe(buffer=buffer, overflow=overflow)
-        self._task_group.start_soon(_pump, subscription, callback)
+        self._task_group.start_soon(_pump, self, subscription, callback)
         return subscription
 
     def acknowledge_candidates(self, candidate_ids: Iterable[str]) -> None:
@@ -422,6 +420,14 @@ class Session:
         if self._state != "new":
             raise SessionClosedError(f"session {self.id} has already run")
         self._closed = anyio.Event()
+        self._finished = anyio.Event()
+        try:
+            await self._run(task_status)
+        finally:
+            self._finished.set()
+
+    async def _run(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        assert self._closed is not None
         with bind_ids(session_id=self.id):
             async with anyio.create_task_group() as group:
                 self._task_group = group
@@ -465,12 +471,17 @@ class Session:
             if cancel_running:
                 self.cancel()
             self._wake_up()
-        if self._closed is not None:
-            await self._closed.wait()
+        await self.wait_closed()
 
     async def wait_closed(self) -> None:
-        if self._closed is not None:
-            await self._closed.wait()
+        """Wait until the Session is finalised and its callbacks have seen every event."""
+        if _current_pump.get() is self:
+            # Called from one of this Session's own callbacks: waiting for the
+            # callbacks to drain would wait for ourselves.
+            if self._closed is not None:
+                await self._closed.wait()
+        elif self._finished is not None:
+            await self._finished.wait()
 
     # -- the mailbox -----------------------------------------------------------------------
 
@@ -608,69 +619,10 @@ class Session:
             await self._compact(reason)
 
     async def _compact(self, reason: str) -> bool:
-        """Summarise the older history. Returns False when there was nothing to compact."""
-        config = self.config
-        cut = split_point(self._history, config.keep_recent_tokens, self._calibration)
-        if cut == 0:
-            return False
-        before = self.estimated_tokens()
-        older = self._history[:cut]
-        method = "summary"
-        try:
-            summary = await summarise(
-                self._provider,
-                older,
-                self._summary,
-                max_tokens=config.summary_max_tokens,
-                input_tokens=config.summariser_input_tokens,
-                calibration=self._calibration,
-                on_usage=lambda usage: self._spend(usage, "compaction"),
-            )
-        except Exception as exc:
-            _log.warning("session.summary_failed", error=str(exc))
-            method = "digest"
-            summary = digest(
-                older,
-                self._summary,
-                int(config.summary_max_tokens * self._calibration.chars_per_token),
-            )
-        await self._commit(CompactedRecord(summary=summary, removed=cut, method=method))
-        self._summary = summary
-        del self._history[:cut]
-        self._history_chars = sum(map(message_chars, self._history))
-        after = self.estimated_tokens()
-        self._hub.publish(
-            Compacted(
-                before_tokens=before,
-                after_tokens=after,
-                removed_messages=cut,
-                method=method,
-                reason=reason,
-            )
-        )
-        return True
+        return await compact(self, reason)
 
     async def _extract(self, turn: int, messages: list[Message]) -> None:
-        try:
-            candidates = await extract_candidates(
-                self._provider,
-                messages,
-                session_id=self.id,
-                turn=turn,
-                max_tokens=self.config.extraction_max_tokens,
-                on_usage=lambda usage: self._spend(usage, "extraction"),
-            )
-        except Exception as exc:
-            _log.warning("session.extraction_failed", turn=turn, error=str(exc))
-            self._hub.publish(
-                SessionFailed(error=ErrorInfo.from_exception(exc), stage="extraction")
-            )
-            return
-        if not candidates:
-            return
-        await self._commit(CandidatesRecord(candidates=tuple(candidates)))
-        self._candidates.extend(candidates)
-        self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
+        await extract(self, turn, messages)
 
     # -- children ------------------------------------------------------------------------------
 
@@ -784,7 +736,13 @@ class Session:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"
 
 
-async def _pump(subscription: Subscription[Any], callback: Callable[[Any], Any]) -> None:
+_current_pump: ContextVar[Session | None] = ContextVar("xai_session_pump", default=None)
+
+
+async def _pump(
+    session: Session, subscription: Subscription[Any], callback: Callable[[Any], Any]
+) -> None:
+    _current_pump.set(session)
     async for event in subscription:
         try:
             value = callback(event)

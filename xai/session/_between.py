@@ -1,0 +1,87 @@
+"""What a Session does between Queries, and only there: compaction and memory extraction.
+
+These work on the Session's own state and run in its own task (rule 6).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xai.events import CandidatesProposed, Compacted, SessionFailed
+from xai.logs import get_logger
+from xai.messages import ErrorInfo, Message
+from xai.session._compaction import digest, message_chars, split_point, summarise
+from xai.session._extraction import extract_candidates
+from xai.session._journal import CandidatesRecord, CompactedRecord
+
+if TYPE_CHECKING:
+    from xai.session._session import Session
+
+__all__ = ["compact", "extract"]
+
+_log = get_logger(__name__)
+
+
+async def compact(self: Session, reason: str) -> bool:
+    """Summarise the older history. Returns False when there was nothing to compact."""
+    config = self.config
+    cut = split_point(self._history, config.keep_recent_tokens, self._calibration)
+    if cut == 0:
+        return False
+    before = self.estimated_tokens()
+    older = self._history[:cut]
+    method = "summary"
+    try:
+        summary = await summarise(
+            self._provider,
+            older,
+            self._summary,
+            max_tokens=config.summary_max_tokens,
+            input_tokens=config.summariser_input_tokens,
+            calibration=self._calibration,
+            on_usage=lambda usage: self._spend(usage, "compaction"),
+        )
+    except Exception as exc:
+        _log.warning("session.summary_failed", error=str(exc))
+        method = "digest"
+        summary = digest(
+            older,
+            self._summary,
+            int(config.summary_max_tokens * self._calibration.chars_per_token),
+        )
+    await self._commit(CompactedRecord(summary=summary, removed=cut, method=method))
+    self._summary = summary
+    del self._history[:cut]
+    self._history_chars = sum(map(message_chars, self._history))
+    after = self.estimated_tokens()
+    self._hub.publish(
+        Compacted(
+            before_tokens=before,
+            after_tokens=after,
+            removed_messages=cut,
+            method=method,
+            reason=reason,
+        )
+    )
+    return True
+
+
+async def extract(self: Session, turn: int, messages: list[Message]) -> None:
+    try:
+        candidates = await extract_candidates(
+            self._provider,
+            messages,
+            session_id=self.id,
+            turn=turn,
+            max_tokens=self.config.extraction_max_tokens,
+            on_usage=lambda usage: self._spend(usage, "extraction"),
+        )
+    except Exception as exc:
+        _log.warning("session.extraction_failed", turn=turn, error=str(exc))
+        self._hub.publish(SessionFailed(error=ErrorInfo.from_exception(exc), stage="extraction"))
+        return
+    if not candidates:
+        return
+    await self._commit(CandidatesRecord(candidates=tuple(candidates)))
+    self._candidates.extend(candidates)
+    self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
