@@ -119,3 +119,17 @@ async def test_tool_error_text_is_redacted() -> None:
     assert (
         result.error is not None and PLANTED not in result.error and PLANTED not in result.content
     )
+
+
+def test_without_any_configuration_logs_go_to_stderr_not_stdout() -> None:
+    import subprocess
+
+    code = (
+        "from xai.logs import get_logger\n"
+        f"get_logger('t').warning('unconfigured.warning', key={PLANTED!r})\n"
+        "get_logger('t').info('unconfigured.info')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout == ""
+    assert "unconfigured.warning" in done.stderr and "unconfigured.info" not in done.stderr
+    assert PLANTED not in done.stderr

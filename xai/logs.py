@@ -73,9 +73,64 @@ def configure_logging(
     )
 
 
+_fallback: Any = None
+
+
+def _fallback_logger() -> Any:
+    """Used while nobody configured structlog: warnings and up, on stderr, redacted.
+
+    (structlog's own default prints everything to stdout, which would mix a
+    library's log lines into a program's output.)
+    """
+    global _fallback
+    if _fallback is None:
+        _fallback = structlog.wrap_logger(
+            structlog.PrintLogger(sys.stderr),
+            processors=[
+                structlog.contextvars.merge_contextvars,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.format_exc_info,
+                _redact_processor,
+                structlog.dev.ConsoleRenderer(colors=False),
+            ],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        )
+    return _fallback
+
+
+class _Logger:
+    """xai's logger: the application's structlog setup if it has one, else the fallback."""
+
+    __slots__ = ("_component",)
+
+    def __init__(self, component: str) -> None:
+        self._component = component
+
+    def _target(self) -> Any:
+        if structlog.is_configured():
+            return structlog.get_logger(component=self._component)
+        return _fallback_logger().bind(component=self._component)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._target().debug(event, **fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._target().info(event, **fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._target().warning(event, **fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._target().error(event, **fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        self._target().exception(event, **fields)
+
+
 def get_logger(name: str) -> Any:
-    """A structlog logger bound with ``component=name``."""
-    return structlog.get_logger(component=name)
+    """A logger bound with ``component=name`` that follows whatever structlog setup exists."""
+    return _Logger(name)
 
 
 @contextmanager

@@ -233,26 +233,34 @@ class OpenAIProvider:
         if request.response_format is not None:
             params["response_format"] = request.response_format
         if self._extra_body:
-            params["extra_body"] = self._extra_body
+            params.update(self._extra_body)
         return params
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         params = self._params(request)
-        create = self._client.chat.completions.with_streaming_response.create
         attempt = 0
         while True:
             started = False
             try:
-                async with (
-                    create(**params) as response,
-                    # Close every generator in the chain explicitly: left to the garbage
-                    # collector, trio warns and the connection is released late.
-                    aclosing(response.http_response.aiter_bytes()) as body,
-                    aclosing(decode_stream(body)) as events,
-                ):
-                    async for event in events:
-                        started = True
-                        yield event
+                # The SDK's generic `post` with a body we built ourselves: the SDK keeps
+                # auth, base URL and typed HTTP errors, and we skip its per-request walk
+                # over every message (`maybe_transform`), which grows with the history.
+                response = await self._client.post(
+                    "/chat/completions", cast_to=httpx2.Response, body=params, stream=True
+                )
+                try:
+                    async with (
+                        # Close every generator in the chain explicitly: left to the garbage
+                        # collector, trio warns and the connection is released late.
+                        aclosing(response.aiter_bytes()) as body,
+                        aclosing(decode_stream(body)) as events,
+                    ):
+                        async for event in events:
+                            started = True
+                            yield event
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
                 return
             except ProviderError:
                 raise
