@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus, UserMessage
@@ -79,7 +80,7 @@ async def test_kill_mid_stream(
         requests = openai_server.chat_requests()
         return bool(requests) and time.time() - requests[0].received_at > 0.3
 
-    run_child_until(tmp_path, openai_server, streaming_for_a_while)
+    await anyio.to_thread.run_sync(run_child_until, tmp_path, openai_server, streaming_for_a_while)
     session = await reopen_and_continue(tmp_path, provider, openai_server, "answer after the crash")
     history = session.history
     assert isinstance(history[0], UserMessage) and history[0].content == "go"
@@ -105,7 +106,7 @@ async def test_kill_mid_tool(
     def both_started() -> bool:
         return bool(lines(tmp_path / "slow.log")) and len(lines(tmp_path / "acked.log")) >= 2
 
-    run_child_until(tmp_path, openai_server, both_started)
+    await anyio.to_thread.run_sync(run_child_until, tmp_path, openai_server, both_started)
     session = await reopen_and_continue(tmp_path, provider, openai_server, "done despite the crash")
     results = {m.tool_call_id: m for m in session.history if isinstance(m, ToolMessage)}
     assert results["call_fast"].content == "fast 1" and not results["call_fast"].synthetic
@@ -124,7 +125,9 @@ async def test_kill_between_rounds(
         Reply(tool_calls=(ScriptedCall(name="fast", arguments={"n": 7}, id="call_7"),)),
         Reply(fault=Delay(seconds=30)),  # holds the second request until the kill
     )
-    run_child_until(tmp_path, openai_server, lambda: len(openai_server.chat_requests()) >= 2)
+    await anyio.to_thread.run_sync(
+        run_child_until, tmp_path, openai_server, lambda: len(openai_server.chat_requests()) >= 2
+    )
     session = await reopen_and_continue(tmp_path, provider, openai_server, "final answer")
     assert [type(m).__name__ for m in session.history] == [
         "UserMessage",

@@ -1,0 +1,69 @@
+"""An Agent process killed with -9 comes back with its memory and its open Sessions."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.session_helpers import extraction_responder
+from tests.test_agent import echo, judge_adds
+from xai.agent import Agent
+from xai.messages import UserMessage
+from xai.providers import OpenAIProvider
+from xai.testing import OpenAIWireServer
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def test_restart_restores_memory_and_resumable_sessions(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    for responder in (extraction_responder, judge_adds, echo):
+        openai_server.script.add_responder(responder)
+    await anyio.to_thread.run_sync(run_child_until_it_learned, tmp_path, openai_server.base_url)
+    session_id = (tmp_path / "learned").read_text()
+
+    async with Agent(tmp_path / "agent", provider) as agent:
+        assert [f.text for f in agent.memory.facts()] == ["The user said: My name is Ada"]
+        session = agent.session(session_id)  # reopened from its journal
+        assert [m.content for m in session.history if isinstance(m, UserMessage)] == [
+            "My name is Ada"
+        ]
+        outcome = await session.send("And again")
+        assert outcome.text == "echo: And again"
+        assert session.turns == 2
+
+
+def run_child_until_it_learned(tmp_path: Path, base_url: str) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.agent_crash_child", str(tmp_path), base_url],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "learned").exists():
+            if child.poll() is not None:
+                assert child.stderr is not None
+                raise AssertionError(child.stderr.read().decode()[-2000:])
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stderr is not None:
+            child.stderr.close()

@@ -1,0 +1,114 @@
+"""Kill -9 during adjudication at several points: nothing acknowledged lost, nothing doubled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from xai.memory import LongTermMemory
+from xai.messages import MemoryCandidate
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the kill happens in a child process; reopening once is enough
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TEXTS = [
+    ("The user lives in Lisbon.", "s1"),
+    ("The user has a dog named Rex.", "s1"),
+    ("The user lives in Lisbon.", "s2"),  # reinforce
+    ("The user works as a nurse.", "s2"),
+    ("The user has a dog named Rex.", "s3"),  # reinforce
+    ("The user no longer works as a nurse.", "s3"),  # supersede
+    ("The user plays chess on Sundays.", "s3"),
+    ("The user lives in Lisbon.", "s3"),  # reinforce -> promote
+    ("The user is learning Japanese.", "s4"),
+    ("The user prefers tea to coffee.", "s4"),
+]
+
+
+def candidates() -> list[MemoryCandidate]:
+    return [
+        MemoryCandidate(
+            id=f"c{i:02d}", text=text, evidence=("m",), session_id=session, confidence=0.8
+        )
+        for i, (text, session) in enumerate(TEXTS)
+    ]
+
+
+def run_and_kill(directory: Path, point: str, n: int) -> None:
+    (directory / "candidates.json").write_bytes(msgspec.json.encode(candidates()))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.memory_crash_child", str(directory), point, str(n)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (directory / "frozen").exists():
+            if child.poll() is not None:
+                assert child.stderr is not None
+                raise AssertionError(
+                    f"the child ended early: {child.stderr.read().decode()[-2000:]}"
+                )
+            assert time.monotonic() < deadline, "the child never reached the kill point"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stderr is not None:
+            child.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("point", "n"),
+    [("before_ledger", 4), ("after_ledger", 4), ("after_index", 6), ("after_ledger", 9)],
+)
+async def test_kill_during_adjudication(tmp_path: Path, point: str, n: int) -> None:
+    await anyio.to_thread.run_sync(run_and_kill, tmp_path, point, n)
+    acked = (
+        (tmp_path / "acked.log").read_text().split() if (tmp_path / "acked.log").exists() else []
+    )
+    async with LongTermMemory(tmp_path / "memory") as memory:
+        ledger = memory.ledger()
+        decided = [d.candidate.id for d in ledger if d.candidate is not None]
+        assert set(acked) <= set(decided), "an acknowledged decision was lost"
+        assert len(decided) == len(set(decided)), "a candidate was decided twice"
+        # ledger and index agree (the index was repaired on open)
+        indexed = await memory._require_index().versions()
+        assert indexed == {f.id: f.version for f in memory.facts(status=None)}
+        # redeliver everything: what was decided is not decided again, the rest is
+        await memory.adjudicate(candidates())
+        final = [d.candidate.id for d in memory.ledger() if d.candidate is not None]
+    assert Counter(final) == Counter(c.id for c in candidates())
+    texts = Counter(f.text for f in memory.facts())
+    assert all(count == 1 for count in texts.values()), texts
+    assert set(texts) == {
+        "The user lives in Lisbon.",
+        "The user has a dog named Rex.",
+        "The user no longer works as a nurse.",
+        "The user plays chess on Sundays.",
+        "The user is learning Japanese.",
+        "The user prefers tea to coffee.",
+    }
+    lisbon = next(f for f in memory.facts() if f.text == "The user lives in Lisbon.")
+    assert lisbon.count == 3 and lisbon.tier == "L2"
