@@ -32,6 +32,8 @@ check: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/sessions.py
+	$(BIN)/python bench/memory.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

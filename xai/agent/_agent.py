@@ -111,7 +111,7 @@ class Agent:
         config: AgentConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(directory).expanduser()
         self.provider = provider
         self.config = config if config is not None else AgentConfig()
         self.clock = clock

@@ -48,7 +48,7 @@ class LongTermMemory:
         clock: Callable[[], float] = time.time,
         sync: bool = True,
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(directory).expanduser()
         self.embedder = embedder if embedder is not None else local_minilm()
         self.judge = judge
         self.config = config if config is not None else MemoryConfig()
