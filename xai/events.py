@@ -53,6 +53,8 @@ __all__ = [
     "ToolCallStarted",
     "TurnDone",
     "TurnStarted",
+    "WakeupFired",
+    "WakeupSkipped",
     "decode_query_event",
     "decode_session_event",
 ]
@@ -204,7 +206,24 @@ class MemoryDecided(_AgentEventBody, frozen=True, tag="memory_decision"):
     candidate_id: str | None = None
 
 
-AgentEventBody: TypeAlias = SessionOpened | SessionEnded | MemoryDecided
+class WakeupFired(_AgentEventBody, frozen=True, tag="wakeup_fired"):
+    """A wake-up opened a Session (its ``session_id`` is on the envelope) with ``input``."""
+
+    wakeup_id: str
+    reason: str
+    input: str
+
+
+class WakeupSkipped(_AgentEventBody, frozen=True, tag="wakeup_skipped"):
+    """A wake-up was due but did not run (quiet hours, overlap, paused, builder failed...)."""
+
+    wakeup_id: str
+    reason: str
+
+
+AgentEventBody: TypeAlias = (
+    SessionOpened | SessionEnded | MemoryDecided | WakeupFired | WakeupSkipped
+)
 
 
 class AgentEvent(msgspec.Struct, frozen=True):

@@ -1,7 +1,42 @@
-"""The Agent layer: a long-lived actor owning Sessions, a persona and long-term memory."""
+"""The Agent layer: a long-lived actor owning Sessions, a persona, long-term memory and a
+scheduler of proactive wake-ups."""
 
 from xai.agent._agent import Agent, AgentConfig
+from xai.agent._clock import Clock, FakeClock, SystemClock
 from xai.agent._host import AgentHost, OpenSession, SessionInfo
 from xai.agent._persona import Persona
+from xai.agent._scheduler import Builder, Scheduler
+from xai.agent._wakeups import (
+    At,
+    Cron,
+    Every,
+    Idle,
+    OnEvent,
+    QuietHours,
+    Trigger,
+    Wakeup,
+    WakeupState,
+)
 
-__all__ = ["Agent", "AgentConfig", "AgentHost", "OpenSession", "Persona", "SessionInfo"]
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "AgentHost",
+    "At",
+    "Builder",
+    "Clock",
+    "Cron",
+    "Every",
+    "FakeClock",
+    "Idle",
+    "OnEvent",
+    "OpenSession",
+    "Persona",
+    "QuietHours",
+    "Scheduler",
+    "SessionInfo",
+    "SystemClock",
+    "Trigger",
+    "Wakeup",
+    "WakeupState",
+]

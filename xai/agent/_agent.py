@@ -27,7 +27,9 @@ import anyio.abc
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from xai.agent._clock import Clock, SystemClock
 from xai.agent._persona import Persona, load_persona, save_persona
+from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
     AgentEvent,
@@ -109,12 +111,12 @@ class Agent:
         judge: Provider | None = None,
         persona: Persona | None = None,
         config: AgentConfig | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.provider = provider
         self.config = config if config is not None else AgentConfig()
-        self.clock = clock
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self.id = self._identity(agent_id)
         stored = load_persona(self.directory / "persona.md")
         if persona is not None and stored is None:
@@ -125,7 +127,7 @@ class Agent:
             embedder=embedder if embedder is not None else local_minilm(),
             judge=judge if judge is not None else provider,
             config=self.config.memory,
-            clock=clock,
+            clock=self.clock.now,
             sync=self.config.sync_ledger,
         )
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
@@ -145,6 +147,8 @@ class Agent:
         self._stopping: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._running = False
+        self._scheduler_scope: anyio.CancelScope | None = None
+        self.scheduler = Scheduler(self, self.clock)
 
     def _identity(self, agent_id: str | None) -> str:
         path = self.directory / "agent.json"
@@ -232,9 +236,12 @@ class Agent:
                     group.start_soon(self._adjudicate_forever, receive)
                     if self.config.resume_sessions:
                         await self._resume_sessions()
+                    await group.start(self._run_scheduler)
                     task_status.started()
                     await self._stopping.wait()
                     with anyio.CancelScope(shield=True):
+                        if self._scheduler_scope is not None:
+                            self._scheduler_scope.cancel()
                         await self._close_sessions()
                         await send.aclose()
             finally:
@@ -245,6 +252,17 @@ class Agent:
                 self._hub.end()
                 self._stopped.set()
                 self._running = False
+
+    async def _run_scheduler(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            self._scheduler_scope = scope
+            await self.scheduler.run(task_status=task_status)
+
+    def notify(self, name: str, payload: Any = None) -> int:
+        """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
+        return self.scheduler.notify(name, payload)
 
     async def close(self) -> None:
         """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent."""
@@ -316,6 +334,7 @@ class Agent:
         assert self._group is not None
         await self._group.start(session.run)
         self._sessions[session.id] = session
+        self.scheduler.sessions_changed(len(self._sessions))
         session.on_session_finalizing.append(self._on_finalizing)
         session.on(self._forwarder(session), buffer=self.config.event_buffer)
         self._publish(session.id, opened)
@@ -329,6 +348,7 @@ class Agent:
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
                 self._publish(session.id, SessionEnded(reason=body.reason))
+                self.scheduler.sessions_changed(len(self._sessions))
 
         return forward
 

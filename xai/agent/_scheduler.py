@@ -1,0 +1,322 @@
+"""The Agent's scheduler: proactive wake-ups that open Sessions with agent-origin input.
+
+One task sleeps until the earliest due wake-up (or until the schedule
+changes, an event is notified or the Agent goes idle), fires what is due, and
+re-arms. Schedules persist in ``schedules.json`` under the Agent's directory
+(written atomically on every change) and are re-armed on restart, missed
+firings handled by each wake-up's misfire policy.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import anyio
+import anyio.abc
+import msgspec
+
+from xai.agent._clock import Clock
+from xai.agent._wakeups import Idle, OnEvent, Wakeup, WakeupState, next_time
+from xai.events import WakeupFired, WakeupSkipped
+from xai.exceptions import ConfigurationError
+from xai.logs import get_logger
+from xai.memory import LongTermMemory
+
+if TYPE_CHECKING:
+    from xai.agent._agent import Agent
+
+__all__ = ["Builder", "Scheduler"]
+
+_log = get_logger(__name__)
+
+Builder: TypeAlias = Callable[[LongTermMemory, Any], "Awaitable[str | None] | str | None"]
+"""Makes a wake-up's first input from the Agent's memory and the event payload.
+Returning ``None`` (or empty text) skips the firing."""
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(list[WakeupState]).decode
+
+
+class Scheduler:
+    """Owned by an Agent (``agent.scheduler``); safe to call from any task of its loop."""
+
+    def __init__(self, agent: Agent, clock: Clock, *, rng: random.Random | None = None) -> None:
+        self._agent = agent
+        self.clock = clock
+        self._rng = rng or random.Random()
+        self._path = agent.directory / "schedules.json"
+        self._states: dict[str, WakeupState] = {}
+        self._builders: dict[str, Builder] = {}
+        self._running: dict[str, int] = {}  # wake-up id -> runs whose Session is still open
+        self._queued: dict[str, int] = {}
+        self._changed: anyio.Event | None = None
+        self._group: anyio.abc.TaskGroup | None = None
+        self._idle_since: float | None = None
+        self._idle_fired: set[str] = set()
+        self._load()
+
+    # -- the schedule ----------------------------------------------------------------
+
+    def _load(self) -> None:
+        if self._path.exists():
+            for state in _decode(self._path.read_bytes()):
+                self._states[state.wakeup.id] = state
+
+    def _save(self) -> None:
+        tmp = self._path.with_suffix(".json.tmp")
+        with tmp.open("wb") as f:
+            f.write(_encode(list(self._states.values())))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+
+    def register_builder(self, name: str, builder: Builder) -> None:
+        """Builders are code, so they are registered by name (again after each restart)."""
+        self._builders[name] = builder
+
+    def add(self, wakeup: Wakeup) -> WakeupState:
+        """Add (or replace) a wake-up; it is saved and armed at once."""
+        state = WakeupState(wakeup=wakeup)
+        state.next_at = self._arm(wakeup, self.clock.now())
+        self._states[wakeup.id] = state
+        self._save()
+        self._poke()
+        return state
+
+    def remove(self, wakeup_id: str) -> None:
+        """Remove a wake-up. A run already going finishes; nothing more fires."""
+        if self._states.pop(wakeup_id, None) is None:
+            raise KeyError(f"no wake-up {wakeup_id!r}")
+        self._queued.pop(wakeup_id, None)
+        self._save()
+        self._poke()
+
+    def pause(self, wakeup_id: str) -> None:
+        self._get(wakeup_id).paused = True
+        self._save()
+        self._poke()
+
+    def resume(self, wakeup_id: str) -> None:
+        state = self._get(wakeup_id)
+        state.paused = False
+        if state.next_at is None or state.next_at < self.clock.now():
+            state.next_at = self._arm(state.wakeup, self.clock.now())
+        self._save()
+        self._poke()
+
+    def list(self) -> list[WakeupState]:
+        return [msgspec.structs.replace(s) for s in self._states.values()]
+
+    def _get(self, wakeup_id: str) -> WakeupState:
+        try:
+            return self._states[wakeup_id]
+        except KeyError:
+            raise KeyError(f"no wake-up {wakeup_id!r}") from None
+
+    def _arm(self, wakeup: Wakeup, after: float) -> float | None:
+        at = next_time(wakeup.trigger, after)
+        if at is not None and wakeup.jitter:
+            at += self._rng.uniform(0, wakeup.jitter)
+        return at
+
+    def _poke(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    # -- signals from the Agent ------------------------------------------------------
+
+    def notify(self, name: str, payload: Any = None) -> int:
+        """An external event: fire every wake-up waiting for ``name``. Returns how many."""
+        fired = 0
+        for state in list(self._states.values()):
+            trigger = state.wakeup.trigger
+            if isinstance(trigger, OnEvent) and trigger.name == name:
+                self._spawn(state, f"event {name!r}", payload)
+                fired += 1
+        return fired
+
+    def sessions_changed(self, open_sessions: int) -> None:
+        """The Agent's number of open Sessions changed (idle triggers watch this)."""
+        if open_sessions == 0 and self._idle_since is None:
+            self._idle_since = self.clock.now()
+            self._idle_fired.clear()
+            self._poke()
+        elif open_sessions > 0:
+            self._idle_since = None
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        async with anyio.create_task_group() as group:
+            self._group = group
+            self._misfires()
+            if not self._agent.sessions:
+                self._idle_since = self.clock.now()
+            task_status.started()
+            try:
+                while True:
+                    self._changed = anyio.Event()
+                    self._fire_due()
+                    deadline = self._next_deadline()
+                    async with anyio.create_task_group() as waiters:
+
+                        async def wake_on_change(
+                            scope: anyio.CancelScope = waiters.cancel_scope,
+                        ) -> None:
+                            assert self._changed is not None
+                            await self._changed.wait()
+                            scope.cancel()
+
+                        waiters.start_soon(wake_on_change)
+                        if deadline is not None and math.isfinite(deadline):
+                            await self.clock.sleep_until(deadline)
+                            waiters.cancel_scope.cancel()
+            finally:
+                self._group = None
+
+    def _misfires(self) -> None:
+        now = self.clock.now()
+        for state in self._states.values():
+            if state.finished or state.next_at is None or state.next_at > now:
+                continue
+            self._advance(state, now)
+            if state.wakeup.misfire == "run_once" and not state.paused:
+                self._spawn(state, "missed while the process was down")
+            else:
+                self._skip(state, "missed while the process was down")
+        self._save()
+
+    def _next_deadline(self) -> float | None:
+        times = [
+            s.next_at
+            for s in self._states.values()
+            if s.next_at is not None and not s.paused and not s.finished
+        ]
+        if self._idle_since is not None:
+            for state in self._states.values():
+                trigger = state.wakeup.trigger
+                if isinstance(trigger, Idle) and state.wakeup.id not in self._idle_fired:
+                    times.append(self._idle_since + trigger.seconds)
+        return min(times) if times else None
+
+    def _fire_due(self) -> None:
+        now = self.clock.now()
+        for state in list(self._states.values()):
+            if state.finished:
+                continue
+            trigger = state.wakeup.trigger
+            if isinstance(trigger, Idle):
+                due = (
+                    self._idle_since is not None
+                    and state.wakeup.id not in self._idle_fired
+                    and now >= self._idle_since + trigger.seconds
+                )
+                if due:
+                    self._idle_fired.add(state.wakeup.id)
+                    self._spawn(state, f"idle for {trigger.seconds:g}s")
+            elif state.next_at is not None and state.next_at <= now:
+                self._advance(state, now)
+                self._spawn(state, "scheduled time")
+        self._save()
+
+    def _advance(self, state: WakeupState, now: float) -> None:
+        state.next_at = self._arm(state.wakeup, now)
+        if state.next_at is None and not isinstance(state.wakeup.trigger, (Idle, OnEvent)):
+            state.finished = True
+
+    # -- firing ----------------------------------------------------------------------
+
+    def _skip(self, state: WakeupState, reason: str) -> None:
+        self._agent._publish(None, WakeupSkipped(wakeup_id=state.wakeup.id, reason=reason))
+
+    def _spawn(self, state: WakeupState, why: str, payload: Any = None) -> None:
+        wakeup = state.wakeup
+        if state.paused:
+            return self._skip(state, "paused")
+        if state.finished and not isinstance(wakeup.trigger, (Idle, OnEvent)) and state.runs:
+            return None
+        now = self.clock.now()
+        if wakeup.quiet_hours is not None and wakeup.quiet_hours.contains(now):
+            return self._skip(state, "quiet hours")
+        if wakeup.max_runs is not None and state.runs >= wakeup.max_runs:
+            state.finished = True
+            return self._skip(state, f"max_runs ({wakeup.max_runs}) reached")
+        if self._running.get(wakeup.id):
+            if wakeup.overlap == "skip":
+                return self._skip(state, "the previous run is still going")
+            self._queued[wakeup.id] = self._queued.get(wakeup.id, 0) + 1
+            return None
+        if self._group is None:
+            return self._skip(state, "the scheduler is not running")
+        state.runs += 1
+        state.last_fired_at = now
+        if wakeup.max_runs is not None and state.runs >= wakeup.max_runs:
+            state.finished = True
+        self._running[wakeup.id] = self._running.get(wakeup.id, 0) + 1
+        self._group.start_soon(self._run_once, wakeup, why, payload)
+        return None
+
+    async def _run_once(self, wakeup: Wakeup, why: str, payload: Any) -> None:
+        try:
+            text = await self._first_input(wakeup, payload)
+            if text is None:
+                return
+            agent = self._agent
+            session = await agent.open_session(wakeup.purpose or text, origin="agent")
+            agent._publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
+            handle = session.send(text, origin="agent")
+            await handle.result()
+            if wakeup.close_after:
+                await session.close()
+            else:
+                await session.wait_closed()
+        except Exception as exc:  # one bad run never stops the scheduler
+            _log.exception("scheduler.run_failed", wakeup=wakeup.id)
+            self._agent._publish(
+                None, WakeupSkipped(wakeup_id=wakeup.id, reason=f"run failed: {exc}")
+            )
+        finally:
+            self._running[wakeup.id] -= 1
+            if self._queued.get(wakeup.id) and wakeup.id in self._states:
+                self._queued[wakeup.id] -= 1
+                self._spawn(self._states[wakeup.id], "queued behind the previous run", payload)
+                self._save()
+
+    async def _first_input(self, wakeup: Wakeup, payload: Any) -> str | None:
+        if wakeup.text is not None:
+            return wakeup.text
+        assert wakeup.builder is not None
+        builder = self._builders.get(wakeup.builder)
+        if builder is None:
+            raise ConfigurationError(f"no builder registered as {wakeup.builder!r}")
+        try:
+            value = builder(self._agent.memory, payload)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            _log.warning("scheduler.builder_failed", wakeup=wakeup.id, error=str(exc))
+            self._agent._publish(
+                None,
+                WakeupSkipped(
+                    wakeup_id=wakeup.id, reason=f"builder failed: {type(exc).__name__}: {exc}"
+                ),
+            )
+            return None
+        if not value or not str(value).strip():
+            self._agent._publish(
+                None, WakeupSkipped(wakeup_id=wakeup.id, reason="the builder had nothing to say")
+            )
+            return None
+        return str(value)
+
+
+def schedule_path(directory: Path) -> Path:
+    return directory / "schedules.json"
