@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -235,3 +236,34 @@ async def test_host_reaches_agents_by_id_with_plain_values(
         tmp_path, lambda agent_id: provider
     ) as host:  # a new process, same directory
         assert [f.text for f in await host.facts("ada")] == ["The user said: I live near the sea"]
+
+
+async def test_opening_a_session_while_the_agent_closes_never_hangs(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    from xai.exceptions import SessionClosedError
+
+    agent = Agent(tmp_path, provider)
+    async with anyio.create_task_group() as group:
+        await group.start(agent.run)
+        await agent.open_session("one")
+        group.start_soon(agent.close)
+        await anyio.lowlevel.checkpoint()
+        with pytest.raises(SessionClosedError):
+            await agent.open_session("too late")
+    assert agent.sessions == {}
+
+
+async def test_maintenance_and_forgetting_are_announced(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with Agent(tmp_path, provider) as agent:
+        session = await agent.open_session("x")
+        await session.send("I keep bees")
+        await session.close()
+        events = agent.events()
+        (fact,) = agent.memory.facts()
+        await agent.forget(fact.id)
+        assert await agent.maintain() == []
+        (forgotten,) = of(drain(events), MemoryDecided)
+    assert forgotten.decision == "forget" and forgotten.fact_ids == (fact.id,)

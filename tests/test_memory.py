@@ -132,8 +132,12 @@ async def test_the_judge_decides_the_ambiguous_band(
     config = MemoryConfig(duplicate_similarity=0.99, novel_similarity=0.3)
     async with LongTermMemory(tmp_path, judge=provider, config=config) as memory:
         await memory.adjudicate([candidate("The user plays tennis on Saturdays.")])
-        (decision,) = await memory.adjudicate([candidate("The user plays tennis with Ana.", "s2")])
+        decision, promoted = await memory.adjudicate(
+            [candidate("The user plays tennis with Ana.", "s2")]
+        )
         assert decision.kind == "merge" and decision.judge and decision.reason == "more detail"
+        assert promoted.kind == "promote" and promoted.reason == "judged important"
+        assert promoted.facts[0].tier == "L2"
         (fact,) = memory.facts()
         assert fact.text == "The user plays tennis on Saturdays with Ana." and fact.tier == "L2"
         (hit,) = await memory.search("tennis partner Ana", k=1)  # the merged text was re-embedded
@@ -292,3 +296,20 @@ async def test_the_index_is_repaired_from_the_ledger(tmp_path: Path) -> None:
         versions = await memory._require_index().versions()
         assert versions == {f.id: f.version for f in memory.facts()}
         assert len(await memory.search("language", k=5)) == 2
+
+
+async def test_a_plain_chromadb_client_can_read_the_store(tmp_path: Path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    async with LongTermMemory(tmp_path) as memory:
+        await memory.adjudicate(
+            [candidate("The user grows basil."), candidate("The user drives a van.")]
+        )
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "index"), settings=Settings(anonymized_telemetry=False)
+    )
+    collection = client.get_collection("facts")
+    assert collection.configuration["hnsw"]["space"] == "cosine"  # type: ignore[index]
+    found = collection.query(query_texts=["herbs in the garden"], n_results=1)
+    assert found["documents"] == [["The user grows basil."]]

@@ -42,7 +42,7 @@ from xai.events import (
 )
 from xai.exceptions import ConfigurationError, JournalError, SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.memory import Embedder, LongTermMemory, MemoryConfig, local_minilm
+from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
 from xai.messages import MemoryCandidate, Origin, UserMessage, new_id
 from xai.providers import Provider
 from xai.session import (
@@ -124,7 +124,7 @@ class Agent:
         self._persona = stored if stored is not None else (persona or Persona())
         self.memory = LongTermMemory(
             self.directory / "memory",
-            embedder=embedder if embedder is not None else local_minilm(),
+            embedder=embedder if embedder is not None else default_embedder(),
             judge=judge if judge is not None else provider,
             config=self.config.memory,
             clock=self.clock.now,
@@ -260,6 +260,29 @@ class Agent:
             self._scheduler_scope = scope
             await self.scheduler.run(task_status=task_status)
 
+    async def maintain(self) -> list[Decision]:
+        """Decay weak tentative facts and merge duplicate stable ones; observers hear of each."""
+        decisions = await self.memory.maintain()
+        self._announce(None, decisions)
+        return decisions
+
+    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+        decision = await self.memory.forget(fact_id, reason)
+        self._announce(None, [decision])
+        return decision
+
+    def _announce(self, session_id: str | None, decisions: Iterable[Decision]) -> None:
+        for decision in decisions:
+            self._publish(
+                session_id,
+                MemoryDecided(
+                    decision=decision.kind,
+                    reason=decision.reason,
+                    fact_ids=tuple(f.id for f in decision.facts),
+                    candidate_id=decision.candidate.id if decision.candidate else None,
+                ),
+            )
+
     def notify(self, name: str, payload: Any = None) -> int:
         """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
         return self.scheduler.notify(name, payload)
@@ -272,9 +295,10 @@ class Agent:
         await self._stopped.wait()
 
     async def _close_sessions(self) -> None:
-        async with anyio.create_task_group() as group:
-            for session in list(self._sessions.values()):
-                group.start_soon(session.close, "owner_shutdown")
+        while self._sessions:  # children opened while closing are closed too
+            async with anyio.create_task_group() as group:
+                for session in list(self._sessions.values()):
+                    group.start_soon(session.close, "owner_shutdown")
 
     # -- sessions --------------------------------------------------------------------
 
@@ -289,8 +313,7 @@ class Agent:
     ) -> Session:
         """Open a Session for ``purpose``: it gets the persona and a memory prefix chosen for
         that purpose within ``prefix_tokens`` (default ``MemoryConfig.prefix_tokens``)."""
-        if self._group is None:
-            raise SessionClosedError(f"agent {self.id} is not running")
+        self._check_open()
         prefix = await self.memory.prefix(purpose, budget_tokens=prefix_tokens)
         system = SystemPrompt(
             instructions=instructions, persona=self._persona.render(), memory_prefix=prefix
@@ -308,9 +331,13 @@ class Agent:
         await self._start(session, SessionOpened(purpose=purpose, origin=origin))
         return session
 
+    def _check_open(self) -> None:
+        if self._group is None or (self._stopping is not None and self._stopping.is_set()):
+            raise SessionClosedError(f"agent {self.id} is not running (or is closing)")
+
     async def _spawn_child(self, parent: Session, task: str) -> Session:
         """Delegation under an Agent: the child is the Agent's too (events, memory, close)."""
-        assert self._group is not None
+        self._check_open()
         session_id = new_id()
         child = Session(
             self.provider,
@@ -333,6 +360,10 @@ class Agent:
     async def _start(self, session: Session, opened: SessionOpened) -> None:
         assert self._group is not None
         await self._group.start(session.run)
+        if self._stopping is not None and self._stopping.is_set():
+            # Opened while the Agent was closing: it must not outlive the Agent.
+            await session.close("owner_shutdown")
+            raise SessionClosedError(f"agent {self.id} is closing")
         self._sessions[session.id] = session
         self.scheduler.sessions_changed(len(self._sessions))
         session.on_session_finalizing.append(self._on_finalizing)
@@ -402,7 +433,7 @@ class Agent:
                 tools=self._tools,
                 config=self.config.session,
                 child_factory=self._spawn_child,
-                depth=1 if state.header.parent_id else 0,
+                depth=state.header.depth,
             )
             await self._start(
                 session, SessionOpened(parent_id=state.header.parent_id, resumed=True)
@@ -439,16 +470,7 @@ class Agent:
                     decisions = await self.memory.adjudicate(candidates, session_id=job.session_id)
                     if job.session is not None:
                         job.session.acknowledge_candidates(c.id for c in job.candidates)
-                    for decision in decisions:
-                        self._publish(
-                            job.session_id or None,
-                            MemoryDecided(
-                                decision=decision.kind,
-                                reason=decision.reason,
-                                fact_ids=tuple(f.id for f in decision.facts),
-                                candidate_id=decision.candidate.id if decision.candidate else None,
-                            ),
-                        )
+                    self._announce(job.session_id or None, decisions)
                 except Exception:
                     _log.exception("agent.adjudication_failed", session_id=job.session_id)
                 finally:

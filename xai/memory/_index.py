@@ -13,8 +13,9 @@ from typing import Any
 
 import anyio
 
+from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
-from xai.memory._embeddings import Embedder, LocalMiniLM
+from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._types import Fact
 
 __all__ = ["VectorIndex"]
@@ -23,16 +24,24 @@ _log = get_logger(__name__)
 COLLECTION = "facts"
 
 
-def _chroma_embedding_function(embedder: Embedder) -> Any:
-    """Expose the local model to chromadb as its embedding function (query_texts work too)."""
-    if not isinstance(embedder, LocalMiniLM):
-        return None
-    model: LocalMiniLM = embedder
+_function_class: Any = None
+
+
+def _minilm_function_class() -> Any:
+    """The chromadb embedding function for the local model, registered once by name, so a
+    plain chromadb client opening the store can embed ``query_texts`` too."""
+    global _function_class
+    if _function_class is not None:
+        return _function_class
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import (
+        known_embedding_functions,
+        register_embedding_function,
+    )
 
     class XaiMiniLM(EmbeddingFunction[Documents]):
-        def __init__(self) -> None:
-            self._model = model
+        def __init__(self, model: LocalMiniLM | None = None) -> None:
+            self._model = model if model is not None else local_minilm()
 
         def __call__(self, input: Documents) -> Embeddings:
             import numpy as np
@@ -53,7 +62,16 @@ def _chroma_embedding_function(embedder: Embedder) -> Any:
         def default_space(self) -> str:  # type: ignore[override]
             return "cosine"
 
-    return XaiMiniLM()
+    if XaiMiniLM.name() not in known_embedding_functions:
+        register_embedding_function(XaiMiniLM)  # type: ignore[no-untyped-call]
+    _function_class = XaiMiniLM
+    return XaiMiniLM
+
+
+def _chroma_embedding_function(embedder: Embedder) -> Any:
+    if not isinstance(embedder, LocalMiniLM):
+        return None  # other embedders: vectors are always passed explicitly
+    return _minilm_function_class()(embedder)
 
 
 def _metadata(fact: Fact) -> dict[str, str | int | float | bool]:
@@ -88,7 +106,7 @@ class VectorIndex:
         )
         stored = (self._collection.metadata or {}).get("embedder")
         if stored is not None and stored != embedder.name:
-            raise ValueError(
+            raise ConfigurationError(
                 f"the memory at {path} was built with embeddings {stored!r}, not {embedder.name!r}"
             )
 
@@ -123,9 +141,8 @@ class VectorIndex:
         self, vector: Sequence[float], k: int, *, tiers: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """Ids of the ``k`` nearest active facts and their cosine similarity."""
-        where: dict[str, Any] = {"status": "active"}
-        if tiers:
-            where = {"$and": [where, {"tier": {"$in": list(tiers)}}]}
+        # Only active facts are indexed: no filter unless a tier is asked for.
+        where: dict[str, Any] | None = {"tier": {"$in": list(tiers)}} if tiers else None
         query: Any = [list(vector)]
 
         def search() -> Any:
@@ -151,6 +168,19 @@ class VectorIndex:
             i: int((m or {}).get("version", 0))
             for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
         }
+
+    async def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored embeddings of ``ids`` (those the index has)."""
+        wanted = list(ids)
+
+        def read() -> Any:
+            return self._collection.get(ids=wanted, include=["embeddings"])
+
+        if not wanted:
+            return {}
+        result = await anyio.to_thread.run_sync(read)
+        embeddings = result["embeddings"] if result["embeddings"] is not None else []
+        return {i: [float(x) for x in e] for i, e in zip(result["ids"], embeddings, strict=True)}
 
     async def delete(self, ids: Sequence[str]) -> None:
         if ids:

@@ -66,10 +66,10 @@ class LongTermMemory:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
-        self._ledger = Ledger(path, sync=self._sync)
         self._index = await anyio.to_thread.run_sync(
             VectorIndex, self.directory / "index", self.embedder
         )
+        self._ledger = Ledger(path, sync=self._sync)
         self._lock = anyio.Lock()
         await self._reconcile()
 
@@ -88,9 +88,9 @@ class LongTermMemory:
     async def _reconcile(self) -> None:
         index = self._require_index()
         indexed = await index.versions()
-        facts = self._state.facts
-        stale = [f for f in facts.values() if indexed.get(f.id) != f.version]
-        extra = [i for i in indexed if i not in facts]
+        active = {i: f for i, f in self._state.facts.items() if f.status == "active"}
+        stale = [f for f in active.values() if indexed.get(f.id) != f.version]
+        extra = [i for i in indexed if i not in active]
         if stale:
             _log.warning("memory.index_repaired", facts=len(stale))
             vectors = await self.embedder.embed([f.text for f in stale])
@@ -145,8 +145,9 @@ class LongTermMemory:
     async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
         """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), in budget.
 
-        Relevance is cosine similarity to the purpose; without one, L2 by
-        recurrence then L1 by strength. Superseded facts never appear.
+        Each tier is ordered by relevance (cosine similarity to the purpose),
+        then recurrence, then strength; without a purpose, by recurrence then
+        strength. Superseded facts never appear.
         """
         budget = budget_tokens if budget_tokens is not None else self.config.prefix_tokens
         active = [f for f in self._state.facts.values() if f.status == "active"]
@@ -223,12 +224,17 @@ class LongTermMemory:
             self._state.decided.add(candidate.id)
         for fact in facts:
             self._state.facts[fact.id] = fact
+        # The index holds active facts only: retired ones stay in the ledger (and in
+        # `facts(status=...)`), so searches need no status filter as history grows.
         index = self._require_index()
         vectors = vectors or {}
-        fresh = [f for f in facts if f.id in vectors]
+        retired = [f.id for f in facts if f.status != "active"]
+        if retired:
+            await index.delete(retired)
+        fresh = [f for f in facts if f.status == "active" and f.id in vectors]
         if fresh:
             await index.upsert(fresh, [vectors[f.id] for f in fresh])
-        changed = [f for f in facts if f.id not in vectors]
+        changed = [f for f in facts if f.status == "active" and f.id not in vectors]
         if changed:
             await index.update_metadata(changed)
         return decision
@@ -417,12 +423,14 @@ class LongTermMemory:
                 judge=judge,
             )
         ]
-        if updated.tier == "L2" and fact.tier == "L1":
-            why = (
-                "judged important" if updated.important else f"reported by {updated.count} sessions"
-            )
-            decisions.append(await self._write("promote", why, (), session_id=session_id))
+        decisions.extend(await self._promoted(fact, updated, session_id))
         return decisions
+
+    async def _promoted(self, before: Fact, after: Fact, session_id: str | None) -> list[Decision]:
+        if not (after.tier == "L2" and before.tier == "L1"):
+            return []
+        why = "judged important" if after.important else f"reported by {after.count} sessions"
+        return [await self._write("promote", why, (after,), session_id=session_id)]
 
     async def _merge(
         self,
@@ -438,12 +446,14 @@ class LongTermMemory:
             self._recur(fact, candidate, session_id, important=important), text=text
         )
         (vector,) = await self.embedder.embed([text])
-        return [
+        decisions = [
             await self._write(
                 "merge", reason, (merged,), candidate=candidate, session_id=session_id,
                 judge=True, vectors={merged.id: vector},
             )
         ]  # fmt: skip
+        decisions.extend(await self._promoted(fact, merged, session_id))
+        return decisions
 
     async def _supersede(
         self,
@@ -506,8 +516,13 @@ class LongTermMemory:
         if len(stable) < 2:
             return []
         decisions: list[Decision] = []
-        vectors = await self.embedder.embed([f.text for f in stable])
         index = self._require_index()
+        stored = await index.vectors([f.id for f in stable])
+        missing = [f for f in stable if f.id not in stored]
+        if missing:
+            fresh = await self.embedder.embed([f.text for f in missing])
+            stored.update({f.id: v for f, v in zip(missing, fresh, strict=True)})
+        vectors = [stored[f.id] for f in stable]
         for fact, vector in zip(stable, vectors, strict=True):
             keeper = self._state.facts[fact.id]
             if keeper.status != "active":

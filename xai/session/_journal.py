@@ -58,6 +58,7 @@ class HeaderRecord(_Record, frozen=True, tag="header"):
     created_at: float
     system: SystemPrompt
     parent_id: str | None = None
+    depth: int = 0
     version: int = VERSION
 
 

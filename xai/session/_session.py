@@ -231,7 +231,7 @@ class Session:
             directory=path,
             tool_deps=tool_deps,
             child_factory=child_factory,
-            depth=depth,
+            depth=depth or state.header.depth,
             _state=state,
         )
 
@@ -338,7 +338,7 @@ class Session:
         ids = tuple(i for i in candidate_ids if i not in self._reported)
         if ids:
             self._reported.update(ids)
-            if self._journal is not None:
+            if self._journal is not None and self._state != "closed":
                 self._journal.append(ReportedRecord(candidate_ids=ids))
 
     # -- input ---------------------------------------------------------------------------
@@ -508,6 +508,7 @@ class Session:
                     created_at=now(),
                     system=self.system,
                     parent_id=self.parent_id,
+                    depth=self.depth,
                 )
             )
 
