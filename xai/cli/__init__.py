@@ -1,0 +1,114 @@
+"""The ``xai`` command.
+
+Exit codes: 0 success; 1 the run failed (a provider error, a failed turn);
+2 bad usage or configuration (including no model configured for ``chat``);
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from xai import __version__
+from xai.exceptions import ConfigurationError, UsageError
+from xai.logs import configure_logging
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_home", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def default_home() -> Path:
+    """Where xai keeps Agents: ``$XAI_HOME``, else ``$XDG_DATA_HOME/xai``, else ``~/.local/share/xai``."""
+    if os.environ.get("XAI_HOME"):
+        return Path(os.environ["XAI_HOME"]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data).expanduser() / "xai"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xai",
+        description="LLM agents that live inside your application's event loop.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "configuration:\n"
+            "  LLM_API_KEY, LLM_BASE_URL, LLM_MODEL      the chat model (any OpenAI-compatible API)\n"
+            "  EMBEDDING_MODEL (+ EMBEDDING_API_KEY, EMBEDDING_BASE_URL)\n"
+            "                                            an embeddings endpoint; else a local model\n"
+            "  XAI_HOME                                  where Agents live (default ~/.local/share/xai)\n"
+            "\n"
+            "exit codes: 0 ok, 1 the run failed, 2 bad usage or configuration, 130 interrupted"
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"xai {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--log-format", choices=("console", "json"), default="console", help="log line format"
+    )
+    common.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    common.add_argument(
+        "--agent-dir", type=Path, help="the Agent's directory (default: under $XAI_HOME)"
+    )
+    common.add_argument("--model", help="override LLM_MODEL")
+    common.add_argument("--base-url", help="override LLM_BASE_URL")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser(
+        "demo",
+        parents=[common],
+        help="a guided tour of an Agent (offline unless LLM_* is set)",
+        description="Run a non-interactive tour of a whole Agent: a Session with a tool call, "
+        "memory adjudicated into chromadb, a second Session that remembers, delegation and "
+        "a wake-up. Offline by default; run it twice to see memory persist.",
+    )
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="talk to a persistent Agent in a REPL",
+        description="A REPL holding one persistent Agent. Ctrl-C cancels the running answer, "
+        "Ctrl-D or /quit leaves (the conversation is remembered first). /help lists commands.",
+    )
+    chat.add_argument("--agent", default="default", help="the Agent's name (default: default)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        configure_logging(args.log_format, level=args.log_level)
+    except ConfigurationError as exc:
+        print(f"xai: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.model:
+        os.environ["LLM_MODEL"] = args.model
+    if args.base_url:
+        os.environ["LLM_BASE_URL"] = args.base_url
+    try:
+        if args.command == "demo":
+            from xai.cli._demo import run_demo
+
+            directory = args.agent_dir or default_home() / "demo-agent"
+            return anyio.run(run_demo, directory.expanduser())
+        if args.command == "chat":
+            from xai.cli._repl import run_chat
+
+            directory = args.agent_dir or default_home() / "agents" / args.agent
+            return anyio.run(run_chat, directory.expanduser())
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        print(f"xai: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover

@@ -1,0 +1,161 @@
+"""``xai demo``: a guided, non-interactive tour of a whole Agent.
+
+Offline (no ``LLM_*``): a scripted model over real HTTP on 127.0.0.1, clearly
+labelled; everything else is real — an Agent on disk, Sessions and their
+journals, the tool loop, chromadb with the offline embedding model, the
+ledger, delegation, a wake-up. With ``LLM_*`` set, the same tour runs
+against the real model. Run it twice: the second run remembers the first.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import anyio.lowlevel
+
+from xai.agent import Agent, AgentConfig, At, Persona, Wakeup
+from xai.cli._render import Renderer
+from xai.config import LLMConfig
+from xai.events import AgentEvent, SessionEnded, WakeupFired
+from xai.providers import OpenAIProvider
+from xai.session import Session, SessionConfig, Subscription
+from xai.tools import tool
+
+__all__ = ["get_weather", "run_demo"]
+
+_WEATHER: dict[str, dict[str, Any]] = {
+    "paris": {"city": "Paris", "condition": "light rain", "celsius": 14},
+    "tokyo": {"city": "Tokyo", "condition": "clear", "celsius": 22},
+    "lisbon": {"city": "Lisbon", "condition": "sunny", "celsius": 19},
+}
+
+
+@tool
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city (offline demo data).
+
+    Args:
+        city: City name, e.g. "Paris".
+    """
+    found = _WEATHER.get(city.strip().lower())
+    if found is None:
+        raise ValueError(f"no weather data for {city!r}; try Paris, Tokyo or Lisbon")
+    return {**found, "fahrenheit": round(found["celsius"] * 9 / 5 + 32, 1)}
+
+
+async def _turn(session: Session, text: str, out: Renderer) -> bool:
+    out.line(f"\nuser: {text}")
+    outcome = await session.send(text)
+    await anyio.lowlevel.checkpoint()  # let the event printer catch up
+    return outcome.error is None
+
+
+async def _pump(events: Subscription[AgentEvent], out: Renderer) -> None:
+    async for event in events:
+        out.agent_event(event)
+
+
+async def run_demo(
+    agent_dir: Path, *, env: Mapping[str, str] | None = None, out: TextIO | None = None
+) -> int:
+    stream = out or sys.stdout
+    render = Renderer(stream)
+    config = LLMConfig.from_env(env)
+    async with AsyncExitStack() as stack:
+        if config.is_configured:
+            render.line(f"xai demo — live model {config.model!r} at {config.base_url or 'OpenAI'}")
+        else:
+            from xai.cli._scripted import scripted_model
+            from xai.testing import OpenAIWireServer
+
+            server = await stack.enter_async_context(OpenAIWireServer())
+            server.script.add_responder(scripted_model)
+            config = server.llm_config()
+            render.line(
+                "xai demo — a SCRIPTED model (no LLM_* set) answers over real HTTP from xai's\n"
+                f"OpenAI-wire test server at {server.base_url}; everything else is real.\n"
+                "Set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL to tour with a real model."
+            )
+        provider = await stack.enter_async_context(OpenAIProvider(config))
+        known_before = _count_facts(agent_dir)
+        agent = Agent(
+            agent_dir,
+            provider,
+            tools=[get_weather],
+            persona=Persona(name="Iris", role="a concise, friendly assistant"),
+            config=AgentConfig(session=SessionConfig(extract_memory=True, delegation=True)),
+        )
+        await stack.enter_async_context(agent)
+        render.line(
+            f"\n1. An Agent lives in {agent_dir}: persona.md, memory/ (chromadb + ledger), "
+            f"sessions/ (journals). It remembers {known_before} fact(s) from earlier runs."
+        )
+        events = agent.events(buffer=10_000)
+        ok = True
+        async with anyio.create_task_group() as printer:
+            printer.start_soon(_pump, events, render)
+
+            render.line("\n2. A Session: a tool call streamed, then the Session closes and its")
+            render.line("   memory candidates are adjudicated into long-term memory.")
+            first = await agent.open_session("weather and introductions")
+            ok &= await _turn(
+                first, "Hi, I'm Ada! What's the weather in Paris and Tokyo, in Fahrenheit?", render
+            )
+            await first.close()
+            await anyio.sleep(0.05)
+            for fact in agent.memory.facts():
+                render.line(f"   remembered: {fact.text!r} (tier {fact.tier}, seen {fact.count}x)")
+
+            render.line(
+                "\n3. A second Session; its system prompt carries what the Agent remembers:"
+            )
+            second = await agent.open_session("greet the user by name")
+            prefix = second.system.memory_prefix or "(nothing yet)"
+            render.line("   " + prefix.replace("\n", "\n   "))
+            ok &= await _turn(second, "Do you remember my name?", render)
+
+            render.line(
+                "\n4. Delegation: the model hands a sub-task to a child Session the Agent owns."
+            )
+            ok &= await _turn(second, "Please ask a helper to plan my packing for Tokyo.", render)
+            await second.close()
+
+            render.line(
+                "\n5. A proactive wake-up: the Agent opens a Session by itself (origin agent)."
+            )
+            fired = anyio.Event()
+            wake_events = agent.events()
+            agent.scheduler.add(
+                Wakeup(
+                    id="demo-morning",
+                    trigger=At(time=agent.clock.now() + 0.5),
+                    text="Good morning! Greet the user by name.",
+                )
+            )
+            with anyio.fail_after(30):
+                async for event in wake_events:
+                    if isinstance(event.event, WakeupFired):
+                        fired.set()
+                    if fired.is_set() and isinstance(event.event, SessionEnded):
+                        break
+            agent.scheduler.remove("demo-morning")
+            await anyio.sleep(0.05)
+            printer.cancel_scope.cancel()
+        facts = agent.memory.facts()
+        render.line(
+            f"\n6. Done. {len(facts)} fact(s) in memory, {len(agent.memory.ledger())} decisions in "
+            f"the ledger. Run `xai demo` again: the Agent will remember."
+        )
+    return 0 if ok else 1
+
+
+def _count_facts(agent_dir: Path) -> int:
+    from xai.memory._ledger import Ledger
+
+    state = Ledger.replay(agent_dir / "memory" / "ledger.jsonl")
+    return sum(1 for f in state.facts.values() if f.status == "active")

@@ -1,0 +1,117 @@
+"""Printing events for people: streamed text, dimmed thinking, tool calls as they run."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from xai.events import (
+    AgentEvent,
+    CandidatesProposed,
+    Compacted,
+    MemoryDecided,
+    MessageCommitted,
+    QueryDone,
+    SessionEnded,
+    SessionOpened,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnDone,
+    WakeupFired,
+    WakeupSkipped,
+)
+from xai.messages import AssistantMessage
+
+__all__ = ["Renderer"]
+
+
+class Renderer:
+    """Turns events into terminal output; one instance per output stream.
+
+    ``prefix_for(session_id)`` lets the REPL label output of Sessions other
+    than the one being typed into (wake-ups, delegated children).
+    """
+
+    def __init__(self, out: TextIO | None = None, *, color: bool | None = None) -> None:
+        self.out = out or sys.stdout
+        use_color = self.out.isatty() if color is None else color
+        self.dim = "\x1b[2m" if use_color else ""
+        self.bold = "\x1b[1m" if use_color else ""
+        self.reset = "\x1b[0m" if use_color else ""
+        self._open: str | None = None  # "text" / "thinking" while a line is being streamed
+        self.labels: dict[str, str] = {}
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _end_line(self) -> None:
+        if self._open is not None:
+            self._write(f"{self.reset}\n")
+            self._open = None
+
+    def line(self, text: str) -> None:
+        self._end_line()
+        self._write(text + "\n")
+
+    def event(self, body: Any, session_id: str | None = None) -> None:
+        label = self.labels.get(session_id or "", "")
+        tag = f"{self.dim}[{label}]{self.reset} " if label else ""
+        if isinstance(body, ThinkingDelta):
+            if self._open != "thinking":
+                self._end_line()
+                self._write(f"{tag}{self.dim}thinking: ")
+                self._open = "thinking"
+            self._write(body.text)
+        elif isinstance(body, TextDelta):
+            if self._open != "text":
+                self._end_line()
+                self._write(f"{tag}{self.bold}assistant:{self.reset} ")
+                self._open = "text"
+            self._write(body.text)
+        elif isinstance(body, MessageCommitted):
+            self._end_line()
+            message = body.message
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    self._write(f"{tag}{self.dim}→ {call.name}({call.arguments}){self.reset}\n")
+        elif isinstance(body, ToolCallStarted):
+            self.line(f"{tag}{self.dim}⚙ running {body.call.name}…{self.reset}")
+        elif isinstance(body, ToolCallFinished):
+            r = body.result
+            status = "ok" if r.success else f"error: {r.error}"
+            content = r.content if len(r.content) <= 200 else r.content[:200] + "…"
+            self.line(f"{tag}{self.dim}✓ {r.tool_name} [{status}] {content}{self.reset}")
+        elif isinstance(body, TurnDone):
+            o = body.outcome
+            if o.status.value != "completed":
+                detail = f": {o.error.message}" if o.error else ""
+                self.line(f"{tag}{self.dim}[turn {o.status.value}{detail}]{self.reset}")
+        elif isinstance(body, CandidatesProposed):
+            for candidate in body.candidates:
+                self.line(f"{tag}{self.dim}[noted: {candidate.text}]{self.reset}")
+        elif isinstance(body, Compacted):
+            self.line(
+                f"{tag}{self.dim}[history compacted: {body.before_tokens} → "
+                f"{body.after_tokens} tokens]{self.reset}"
+            )
+        elif isinstance(body, MemoryDecided):
+            if body.decision != "drop":
+                self.line(f"{self.dim}[memory: {body.decision} — {body.reason}]{self.reset}")
+        elif isinstance(body, WakeupFired):
+            self.line(f"{self.bold}[wake-up {body.wakeup_id}]{self.reset} {body.input}")
+        elif isinstance(body, WakeupSkipped):
+            self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
+        elif isinstance(body, (QueryDone, SessionEnded)):
+            self._end_line()
+
+    def agent_event(self, event: AgentEvent) -> None:
+        body = event.event
+        if isinstance(body, SessionOpened) and event.session_id is not None:
+            if body.parent_id is not None:
+                self.labels[event.session_id] = "helper"
+            elif body.origin == "agent":
+                self.labels[event.session_id] = "wake-up"
+        self.event(body, event.session_id)

@@ -1,0 +1,235 @@
+"""``xai chat``: a REPL holding one persistent Agent.
+
+Line editing and history come from prompt_toolkit; output is printed above
+the prompt (``patch_stdout``), so a wake-up that fires while a line is being
+typed appears without breaking it. Ctrl-C cancels the running answer, not the
+REPL; Ctrl-D or ``/quit`` closes the Session so its memory is adjudicated
+before the program ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+
+from xai.agent import Agent, At, Cron, Every, Wakeup
+from xai.cli._render import Renderer
+from xai.config import LLMConfig
+from xai.events import AgentEvent, MemoryDecided
+from xai.exceptions import ConfigurationError
+from xai.messages import TurnStatus
+from xai.providers import OpenAIProvider
+from xai.session import Session, Subscription
+
+__all__ = ["HELP", "run_chat"]
+
+NO_MODEL = (
+    "xai chat needs a model: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL (any "
+    "OpenAI-compatible API), or run `xai demo` for an offline tour."
+)
+
+HELP = """commands:
+  /help                      this list
+  /new                       close this conversation (it is remembered) and start another
+  /sessions                  open Sessions
+  /memory [query]            what the Agent remembers (tier, times seen, from which Sessions)
+  /forget ID                 forget a fact
+  /persona                   who the Agent is
+  /wake                      list wake-ups
+  /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
+  /wake remove ID            remove a wake-up
+  /usage                     tokens used
+  /quit                      leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+
+
+class Repl:
+    def __init__(self, agent: Agent, render: Renderer) -> None:
+        self.agent = agent
+        self.render = render
+        self.session: Session | None = None
+        self._wake_counter = 0
+
+    async def start(self) -> None:
+        self.session = await self.agent.open_session("a conversation with the user")
+
+    async def printer(self, events: Subscription[AgentEvent]) -> None:
+        async for event in events:
+            body = event.event
+            if isinstance(body, MemoryDecided) and event.session_id is not None:
+                continue  # summarised on exit instead
+            self.render.agent_event(event)
+
+    async def ask(self, text: str) -> None:
+        assert self.session is not None
+        handle = self.session.send(text)
+        with _cancel_on_sigint(self.session):
+            outcome = await handle.result()
+        await anyio.sleep(0.01)  # let the printer finish the line
+        if outcome.status is TurnStatus.CANCELLED:
+            self.render.line("[cancelled]")
+
+    async def command(self, line: str) -> bool:
+        """Run a /command; False means quit."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            self.render.line(f"error: {exc}")
+            return True
+        name, args = words[0], words[1:]
+        agent = self.agent
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/help":
+            self.render.line(HELP)
+        elif name == "/new":
+            await self.finish_session()
+            await self.start()
+            self.render.line("[new conversation]")
+        elif name == "/sessions":
+            for sid, session in agent.sessions.items():
+                mark = "*" if self.session is not None and sid == self.session.id else " "
+                self.render.line(f"{mark} {sid}  turns={session.turns} state={session.state}")
+        elif name == "/memory":
+            await self._memory(" ".join(args))
+        elif name == "/forget" and args:
+            try:
+                await agent.forget(args[0])
+                self.render.line(f"forgotten: {args[0]}")
+            except KeyError as exc:
+                self.render.line(f"error: {exc}")
+        elif name == "/persona":
+            self.render.line(agent.persona.render())
+        elif name == "/wake":
+            self._wake(args)
+        elif name == "/usage":
+            session_usage = self.session.usage if self.session is not None else None
+            self.render.line(f"this conversation: {session_usage}")
+        else:
+            self.render.line(f"unknown command {name!r}; /help lists them")
+        return True
+
+    async def _memory(self, query: str) -> None:
+        if query:
+            hits = await self.agent.memory.search(query, 10)
+            facts = [(h.fact, f" relevance={h.score:.2f}") for h in hits]
+        else:
+            facts = [(f, "") for f in self.agent.memory.facts()]
+        if not facts:
+            self.render.line("(nothing remembered yet)")
+        for fact, extra in facts:
+            sessions = ",".join(s[:6] for s in fact.sessions)
+            self.render.line(
+                f"{fact.id}  [{fact.tier} x{fact.count}{extra}] {fact.text}  (from {sessions})"
+            )
+
+    def _wake(self, args: list[str]) -> None:
+        scheduler = self.agent.scheduler
+        if not args or args[0] == "list":
+            states = scheduler.list()
+            if not states:
+                self.render.line("(no wake-ups)")
+            for state in states:
+                w = state.wakeup
+                self.render.line(f"{w.id}  {w.trigger}  runs={state.runs}  {w.text!r}")
+            return
+        try:
+            if args[0] == "remove" and len(args) == 2:
+                scheduler.remove(args[1])
+                self.render.line(f"removed {args[1]}")
+                return
+            if args[0] == "add" and len(args) >= 4:
+                kind, when, text = args[1], args[2], " ".join(args[3:])
+                self._wake_counter += 1
+                wake_id = f"w{self._wake_counter}"
+                now = self.agent.clock.now()
+                trigger = (
+                    Every(seconds=float(when))
+                    if kind == "every"
+                    else At(time=now + float(when))
+                    if kind == "in"
+                    else Cron(expression=when)
+                    if kind == "cron"
+                    else None
+                )
+                if trigger is None:
+                    raise ConfigurationError(f"unknown kind {kind!r}: every, in or cron")
+                scheduler.add(Wakeup(id=wake_id, trigger=trigger, text=text))
+                self.render.line(f"added {wake_id}")
+                return
+        except (ValueError, KeyError, ConfigurationError) as exc:
+            self.render.line(f"error: {exc}")
+            return
+        self.render.line("usage: /wake [list] | add every|in|cron WHEN TEXT | remove ID")
+
+    async def finish_session(self) -> None:
+        """Close the conversation; its memory candidates are adjudicated first."""
+        if self.session is None:
+            return
+        session, self.session = self.session, None
+        before = len(self.agent.memory.ledger())
+        await session.close()
+        decided = self.agent.memory.ledger()[before:]
+        kept = [d for d in decided if d.kind != "drop"]
+        if kept:
+            for decision in kept:
+                texts = ", ".join(repr(f.text) for f in decision.facts)
+                self.render.line(f"[remembered: {decision.kind} {texts}]")
+
+
+@contextlib.contextmanager
+def _cancel_on_sigint(session: Session) -> Iterator[None]:
+    """While an answer streams the terminal is not in raw mode: Ctrl-C arrives as SIGINT."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, session.cancel)
+    except (RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+async def run_chat(agent_dir: Path) -> int:
+    config = LLMConfig.from_env()
+    if not config.is_configured:
+        print(NO_MODEL, file=sys.stderr)
+        return 2
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    async with OpenAIProvider(config) as provider, Agent(agent_dir, provider) as agent:
+        prompt: PromptSession[str] = PromptSession(history=FileHistory(str(agent_dir / "history")))
+        with patch_stdout(raw=True):
+            render = Renderer(sys.stdout, color=sys.stdout.isatty())
+            repl = Repl(agent, render)
+            await repl.start()
+            render.line(f"xai chat — {agent.persona.name} ({config.model}). /help for commands.")
+            async with anyio.create_task_group() as group:
+                group.start_soon(repl.printer, agent.events(buffer=10_000))
+                while True:
+                    try:
+                        line = await prompt.prompt_async("you> ")
+                    except KeyboardInterrupt:
+                        continue  # Ctrl-C at the prompt clears the line
+                    except EOFError:
+                        break
+                    if line.startswith("/"):
+                        if not await repl.command(line.strip()):
+                            break
+                    elif line.strip():
+                        await repl.ask(line)
+                await repl.finish_session()
+                render.line("bye.")
+                group.cancel_scope.cancel()
+    return 0
