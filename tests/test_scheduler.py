@@ -130,6 +130,11 @@ async def test_idle_fires_once_per_idle_spell(tmp_path: Path) -> None:
         assert not [e for e in _drain(events) if isinstance(e.event, WakeupFired)]
         await clock.advance(1)
         await expect(events, WakeupFired, wakeup_id="bored")
+        await expect(events, SessionEnded)  # the wake-up's own Session closed ...
+        await clock.advance(3 * 600)
+        assert not [
+            e for e in _drain(events) if isinstance(e.event, WakeupFired)
+        ]  # ... no new spell
 
 
 async def test_named_event_with_a_builder_that_reads_memory(tmp_path: Path) -> None:

@@ -249,6 +249,9 @@ class Agent:
                 self._group = None
                 with anyio.CancelScope(shield=True):
                     await self.memory.close()
+                    aclose = getattr(self.memory.embedder, "aclose", None)
+                    if aclose is not None:  # an embeddings endpoint client
+                        await aclose()
                 self._hub.end()
                 self._stopped.set()
                 self._running = False
@@ -365,7 +368,7 @@ class Agent:
             await session.close("owner_shutdown")
             raise SessionClosedError(f"agent {self.id} is closing")
         self._sessions[session.id] = session
-        self.scheduler.sessions_changed(len(self._sessions))
+        self.scheduler.sessions_changed(len(self._sessions), user_opened=opened.origin == "user")
         session.on_session_finalizing.append(self._on_finalizing)
         session.on(self._forwarder(session), buffer=self.config.event_buffer)
         self._publish(session.id, opened)

@@ -54,7 +54,7 @@ class Scheduler:
         self._states: dict[str, WakeupState] = {}
         self._builders: dict[str, Builder] = {}
         self._running: dict[str, int] = {}  # wake-up id -> runs whose Session is still open
-        self._queued: dict[str, int] = {}
+        self._queued: dict[str, list[Any]] = {}  # wake-up id -> payloads of queued firings
         self._changed: anyio.Event | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._idle_since: float | None = None
@@ -139,13 +139,21 @@ class Scheduler:
             if isinstance(trigger, OnEvent) and trigger.name == name:
                 self._spawn(state, f"event {name!r}", payload)
                 fired += 1
+        if fired:
+            self._save()
         return fired
 
-    def sessions_changed(self, open_sessions: int) -> None:
-        """The Agent's number of open Sessions changed (idle triggers watch this)."""
+    def sessions_changed(self, open_sessions: int, *, user_opened: bool = False) -> None:
+        """The Agent's number of open Sessions changed (idle triggers watch this).
+
+        Only a Session the user opened starts a new idle spell for the idle
+        wake-ups; the Sessions they open themselves do not, so an idle
+        wake-up fires once per stretch of the user's absence.
+        """
+        if user_opened:
+            self._idle_fired.clear()
         if open_sessions == 0 and self._idle_since is None:
             self._idle_since = self.clock.now()
-            self._idle_fired.clear()
             self._poke()
         elif open_sessions > 0:
             self._idle_since = None
@@ -252,7 +260,7 @@ class Scheduler:
         if self._running.get(wakeup.id):
             if wakeup.overlap == "skip":
                 return self._skip(state, "the previous run is still going")
-            self._queued[wakeup.id] = self._queued.get(wakeup.id, 0) + 1
+            self._queued.setdefault(wakeup.id, []).append(payload)
             return None
         if self._group is None:
             return self._skip(state, "the scheduler is not running")
@@ -285,9 +293,11 @@ class Scheduler:
             )
         finally:
             self._running[wakeup.id] -= 1
-            if self._queued.get(wakeup.id) and wakeup.id in self._states:
-                self._queued[wakeup.id] -= 1
-                self._spawn(self._states[wakeup.id], "queued behind the previous run", payload)
+            queued = self._queued.get(wakeup.id)
+            if queued and wakeup.id in self._states:
+                self._spawn(
+                    self._states[wakeup.id], "queued behind the previous run", queued.pop(0)
+                )
                 self._save()
 
     async def _first_input(self, wakeup: Wakeup, payload: Any) -> str | None:
