@@ -77,6 +77,30 @@ def _parser() -> argparse.ArgumentParser:
         "Ctrl-D or /quit leaves (the conversation is remembered first). /help lists commands.",
     )
     chat.add_argument("--agent", default="default", help="the Agent's name (default: default)")
+    ingest = sub.add_parser(
+        "ingest",
+        parents=[common],
+        help="add documents to a scenario's knowledge (RAG)",
+        description="Chunk, embed and store text/markdown files for a scenario. Re-ingesting a "
+        "file replaces its chunks.",
+    )
+    ingest.add_argument("--scenario", required=True, help="scenario id, or a scenario file")
+    ingest.add_argument("--knowledge-dir", type=Path, help="default: $XAI_HOME/knowledge")
+    ingest.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    ask = sub.add_parser(
+        "ask",
+        parents=[common],
+        help="run a scenario once: run_agent(scenario, question)",
+        description="Answer a question with a scenario (RAG, tools, structured output) and print "
+        "the answer, references and tool calls.",
+    )
+    ask.add_argument(
+        "--scenario", required=True, help="a scenario file, or an id under $XAI_HOME/scenarios"
+    )
+    ask.add_argument("--documents", help="comma-separated document ids to search (default: all)")
+    ask.add_argument("--knowledge-dir", type=Path, help="default: $XAI_HOME/knowledge")
+    ask.add_argument("--json", action="store_true", help="print the whole AgentResult as JSON")
+    ask.add_argument("question")
     return parser
 
 
@@ -101,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
 
             directory = args.agent_dir or default_home() / "demo-agent"
             return anyio.run(run_demo, directory.expanduser())
+        if args.command in ("ingest", "ask"):
+            from xai.cli._rag import ask_command, ingest_command
+
+            return ingest_command(args) if args.command == "ingest" else ask_command(args)
         if args.command == "chat":
             from xai.cli._repl import run_chat
 

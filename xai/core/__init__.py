@@ -1,0 +1,55 @@
+"""The one-shot facade: ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
+structured output, built on the Session/Query core."""
+
+from xai.core._knowledge import KnowledgeBase, Reference, chunk_text
+from xai.core._outputs import (
+    OUTPUT_TYPES,
+    DocumentReviewReport,
+    GeneralAnswer,
+    OutputType,
+    QualityReport,
+    RiskAuditReport,
+    TicketResponse,
+)
+from xai.core._run import (
+    AgentResult,
+    LightweightOrchestrator,
+    Orchestrator,
+    RunOptions,
+    arun_agent,
+    run_agent,
+)
+from xai.core._scenario import (
+    ModelOverrides,
+    RagSettings,
+    ScenarioConfig,
+    ScenarioError,
+    load_scenario,
+)
+from xai.core._tools import BUILTIN_TOOLS, demo_records
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "OUTPUT_TYPES",
+    "AgentResult",
+    "DocumentReviewReport",
+    "GeneralAnswer",
+    "KnowledgeBase",
+    "LightweightOrchestrator",
+    "ModelOverrides",
+    "Orchestrator",
+    "OutputType",
+    "QualityReport",
+    "RagSettings",
+    "Reference",
+    "RiskAuditReport",
+    "RunOptions",
+    "ScenarioConfig",
+    "ScenarioError",
+    "TicketResponse",
+    "arun_agent",
+    "chunk_text",
+    "demo_records",
+    "load_scenario",
+    "run_agent",
+]

@@ -1,0 +1,263 @@
+"""``run_agent(scenario_config, user_input, options) -> AgentResult``, on the Session/Query core.
+
+The default ``LightweightOrchestrator`` reads the scenario, retrieves
+knowledge when RAG is on, loads the scenario's tools, builds the system
+prompt, runs one Session turn (the Query's tool loop), parses the structured
+output (one repair retry), and returns an ``AgentResult``. It never raises for
+a run-time failure: the result says ``failed`` and why. Other orchestrators
+plug in behind the same ``Orchestrator`` protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import anyio
+import msgspec
+
+from xai.config import LLMConfig
+from xai.core._knowledge import KnowledgeBase, Reference
+from xai.core._outputs import OUTPUT_TYPES, answer_text
+from xai.core._scenario import ScenarioConfig, load_scenario
+from xai.core._tools import BUILTIN_TOOLS
+from xai.events import ToolCallFinished
+from xai.exceptions import UsageError
+from xai.logs import get_logger
+from xai.messages import ToolResult, TurnStatus
+from xai.providers import OpenAIProvider, Provider
+from xai.query import QueryConfig
+from xai.session import Session, SessionConfig, SystemPrompt
+from xai.structured import parse, response_format
+from xai.tools import ToolSet
+
+__all__ = [
+    "AgentResult",
+    "LightweightOrchestrator",
+    "Orchestrator",
+    "RunOptions",
+    "arun_agent",
+    "run_agent",
+]
+
+_log = get_logger(__name__)
+
+
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
+    document_ids: list[str] | None = None
+    """Restrict retrieval to these documents (default: all of the scenario's)."""
+    knowledge_dir: str | None = None
+    """Where the knowledge base lives (default: ``$XAI_HOME/knowledge``)."""
+    schema_format: bool = True
+    """Ask for a schema-constrained ``response_format`` (falls back to instructions if refused)."""
+    repair: bool = True
+    """Show the model its parse error once and let it answer again."""
+    timeout: float = 300.0
+
+
+class AgentResult(msgspec.Struct, kw_only=True):
+    answer: str = ""
+    structured_output: dict[str, Any] | None = None
+    references: list[Reference] = msgspec.field(default_factory=list)
+    tool_calls: list[ToolResult] = msgspec.field(default_factory=list)
+    raw_output: str = ""
+    model_name: str = ""
+    latency_ms: float = 0.0
+    status: Literal["success", "failed"] = "success"
+    error: str | None = None
+
+
+@runtime_checkable
+class Orchestrator(Protocol):
+    """Anything that turns a scenario and an input into an ``AgentResult`` (never raising)."""
+
+    async def run(
+        self, scenario: ScenarioConfig, user_input: str, options: RunOptions
+    ) -> AgentResult: ...
+
+
+def _system_prompt(scenario: ScenarioConfig, references: list[Reference], output: Any) -> str:
+    parts = [scenario.instructions.strip()]
+    if references:
+        listing = "\n".join(
+            f"[{n}] ({r.source_file}) {r.content}" for n, r in enumerate(references, start=1)
+        )
+        parts.append("Use this knowledge where it helps and cite it as [n]:\n" + listing)
+    elif scenario.rag.enabled:
+        parts.append("No knowledge was found for this question: say so if it matters.")
+    schema = msgspec.json.encode(msgspec.json.schema(output)).decode()
+    parts.append(
+        f"Answer with one JSON object matching this JSON schema, and nothing else:\n{schema}"
+    )
+    return "\n\n".join(parts)
+
+
+class LightweightOrchestrator:
+    """The default orchestrator: xai's own Session and Query, Chroma for knowledge."""
+
+    def __init__(self, provider: Provider, knowledge: KnowledgeBase | None = None) -> None:
+        self.provider = provider
+        self.knowledge = knowledge
+
+    async def run(
+        self, scenario: ScenarioConfig, user_input: str, options: RunOptions
+    ) -> AgentResult:
+        started = time.perf_counter()
+        result = AgentResult(model_name=scenario.model.model or self.provider.model)
+        try:
+            with anyio.fail_after(options.timeout):
+                await self._run(scenario, user_input, options, result)
+        except Exception as exc:  # the contract: a failed result, never an exception
+            _log.warning("run_agent.failed", scenario=scenario.scenario_id, error=str(exc))
+            result.status = "failed"
+            result.error = f"{type(exc).__name__}: {exc}"
+        result.latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        return result
+
+    async def _run(
+        self, scenario: ScenarioConfig, user_input: str, options: RunOptions, result: AgentResult
+    ) -> None:
+        if scenario.rag.enabled:
+            if self.knowledge is None:
+                raise UsageError("the scenario uses RAG but no knowledge base was given")
+            result.references = await self.knowledge.retrieve(
+                user_input,
+                scenario.scenario_id,
+                document_ids=options.document_ids,
+                top_k=scenario.rag.top_k,
+                min_score=scenario.rag.min_score,
+            )
+        output = OUTPUT_TYPES[scenario.output_type]
+        tools = ToolSet([BUILTIN_TOOLS[name] for name in scenario.tools])
+        query = QueryConfig(
+            max_rounds=scenario.max_rounds,
+            max_tokens=scenario.model.max_tokens,
+            temperature=scenario.model.temperature,
+            response_format=response_format(output) if options.schema_format else None,
+        )
+        system = SystemPrompt(instructions=_system_prompt(scenario, result.references, output))
+        _, status, error = await self._converse(
+            tools, query, system, user_input, output, options, result
+        )
+        if status is not TurnStatus.COMPLETED:
+            result.status = "failed"
+            result.error = error or f"the model's turn ended: {status.value}"
+
+    async def _converse(
+        self,
+        tools: ToolSet,
+        query: QueryConfig,
+        system: SystemPrompt,
+        user_input: str,
+        output: Any,
+        options: RunOptions,
+        result: AgentResult,
+    ) -> tuple[str, TurnStatus, str | None]:
+        config = SessionConfig(query=query, extract_memory=False)
+        async with Session(self.provider, tools=tools, config=config, system=system) as session:
+            events = session.subscribe(buffer=100_000)
+            outcome = await session.send(user_input)
+            if (
+                outcome.status is TurnStatus.ERROR
+                and outcome.error is not None
+                and outcome.error.type == "BadRequestError"
+                and query.response_format is not None
+            ):
+                # The endpoint refused the schema format: instructions alone will do.
+                _log.warning("run_agent.schema_format_refused", error=outcome.error.message)
+                await session.close()
+                return await self._converse(
+                    tools,
+                    msgspec.structs.replace(query, response_format=None),
+                    system,
+                    user_input,
+                    output,
+                    options,
+                    result,
+                )
+            result.raw_output = outcome.text
+            if outcome.status is TurnStatus.COMPLETED:
+                parsed = parse(outcome.text, output)
+                if not parsed.ok and options.repair:
+                    retry = await session.send(
+                        f"That answer was not valid JSON for the schema ({parsed.error}). "
+                        "Reply again with the JSON object only.",
+                        origin="system",
+                    )
+                    if retry.status is TurnStatus.COMPLETED:
+                        result.raw_output = retry.text
+                        parsed = parse(retry.text, output)
+                if parsed.ok:
+                    result.structured_output = msgspec.to_builtins(parsed.value)
+                    result.answer = answer_text(parsed.value)
+                else:
+                    result.answer = outcome.text
+                    result.error = f"structured output: {parsed.error}"
+        while (event := events.get_nowait()) is not None:
+            if isinstance(event.event, ToolCallFinished):
+                result.tool_calls.append(event.event.result)
+        error = outcome.error.message if outcome.error is not None else None
+        return outcome.text, outcome.status, error
+
+
+def _home() -> Path:
+    from xai.cli import default_home
+
+    return default_home()
+
+
+async def arun_agent(
+    scenario_config: ScenarioConfig | Mapping[str, Any] | str | Path,
+    user_input: str,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    *,
+    orchestrator: Orchestrator | None = None,
+    provider: Provider | None = None,
+    knowledge: KnowledgeBase | None = None,
+) -> AgentResult:
+    """``run_agent`` for code that already runs an event loop.
+
+    An invalid scenario raises ``ScenarioError`` (a usage error naming the
+    field); everything that fails at run time comes back as ``failed``.
+    """
+    scenario = load_scenario(scenario_config)
+    opts = (
+        options
+        if isinstance(options, RunOptions)
+        else msgspec.convert(dict(options or {}), RunOptions)
+    )
+    if orchestrator is not None:
+        return await orchestrator.run(scenario, user_input, opts)
+    owned: OpenAIProvider | None = None
+    try:
+        if provider is None:
+            config = LLMConfig.from_env()
+            if scenario.model.model:
+                config = msgspec.structs.replace(config, model=scenario.model.model)
+            owned = provider = OpenAIProvider(config)
+    except UsageError as exc:
+        return AgentResult(status="failed", error=f"{type(exc).__name__}: {exc}")
+    try:
+        if knowledge is None and scenario.rag.enabled:
+            directory = Path(opts.knowledge_dir) if opts.knowledge_dir else _home() / "knowledge"
+            knowledge = await anyio.to_thread.run_sync(KnowledgeBase, directory)
+        return await LightweightOrchestrator(provider, knowledge).run(scenario, user_input, opts)
+    finally:
+        if owned is not None:
+            await owned.aclose()
+
+
+def run_agent(
+    scenario_config: ScenarioConfig | Mapping[str, Any] | str | Path,
+    user_input: str,
+    options: RunOptions | Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> AgentResult:
+    """Run a scenario once, for code without an event loop (see ``arun_agent``)."""
+
+    async def main() -> AgentResult:
+        return await arun_agent(scenario_config, user_input, options, **kwargs)
+
+    return anyio.run(main)
