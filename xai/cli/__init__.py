@@ -101,6 +101,23 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--knowledge-dir", type=Path, help="default: $XAI_HOME/knowledge")
     ask.add_argument("--json", action="store_true", help="print the whole AgentResult as JSON")
     ask.add_argument("question")
+    for name, text in (
+        ("run", "run a runtime input file (a batch file too) into artifacts"),
+        ("batch", "run a batch file: every task concurrently, each into its own folder"),
+    ):
+        runner = sub.add_parser(
+            name,
+            parents=[common],
+            help=text,
+            description=text + ". Exit codes: 0 finished (business errors are in the "
+            "artifacts), 1 fatal error, 2 invalid input.",
+        )
+        runner.add_argument("input", type=Path, metavar="INPUT.json")
+        runner.add_argument("--outdir", type=Path, required=True)
+        runner.add_argument("--concurrency", type=int, default=4, help="batch: tasks at once")
+        if name == "run":
+            runner.add_argument("--resume", action="store_true", help="continue a crashed run")
+        runner.add_argument("--fixture", help="fixture folder (replay, no model)")
     return parser
 
 
@@ -125,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
 
             directory = args.agent_dir or default_home() / "demo-agent"
             return anyio.run(run_demo, directory.expanduser())
+        if args.command in ("run", "batch"):
+            from xai.cli._runner import run_command
+
+            return run_command(args)
         if args.command in ("ingest", "ask"):
             from xai.cli._rag import ask_command, ingest_command
 

@@ -1,5 +1,30 @@
-"""The file-driven runner (``xai run`` / ``xai batch``). So far: its ``basic_tools`` toolset."""
+"""The file-driven runner: ``xai run`` / ``xai batch`` over the Session core, with artifacts,
+fixture replay, multi-turn input, resume from the Session journal and prompt modes."""
 
 from xai.runner._basic_tools import Sandbox, basic_tools, convert_format, safe_calculate
+from xai.runner._batch import is_batch, load_batch, run_batch
+from xai.runner._fixture import Fixture, load_fixture
+from xai.runner._input import InputError, RunInput, load_input, validate_input
+from xai.runner._run import RunReport, run_input, write_atomic
+from xai.runner._templates import builtin_templates, choose_template
 
-__all__ = ["Sandbox", "basic_tools", "convert_format", "safe_calculate"]
+__all__ = [
+    "Fixture",
+    "InputError",
+    "RunInput",
+    "RunReport",
+    "Sandbox",
+    "basic_tools",
+    "builtin_templates",
+    "choose_template",
+    "convert_format",
+    "is_batch",
+    "load_batch",
+    "load_fixture",
+    "load_input",
+    "run_batch",
+    "run_input",
+    "safe_calculate",
+    "validate_input",
+    "write_atomic",
+]

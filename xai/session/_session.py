@@ -165,11 +165,7 @@ class Session:
             # A ToolSet's own context stays reachable: SessionContext.deps carries it.
             tool_deps = self._base_tools.context
         extra = [delegate_tool] if self.config.delegation else []
-        self._tools = ToolSet(
-            [*self._base_tools, *extra],
-            context=SessionContext(self, tool_deps),
-            max_result_chars=self._base_tools.max_result_chars,
-        )
+        self._tools = self._base_tools.derive(context=SessionContext(self, tool_deps), extra=extra)
         self._query = Query(provider, tools=self._tools, config=self.config.query)
         session_id = self.id
         self._hub: Hub[SessionEvent] = Hub(lambda seq, body: SessionEvent(session_id, seq, body))
@@ -566,7 +562,11 @@ class Session:
         await self._compact_if_needed("proactive")
         result = await self._run_query(turn)
         usage = usage + result.usage
-        too_long = result.error is not None and result.error.type == "ContextTooLongError"
+        too_long = (
+            self.config.compaction
+            and result.error is not None
+            and result.error.type == "ContextTooLongError"
+        )
         if too_long and await self._compact("context_too_long"):
             result = await self._run_query(turn)
             usage = usage + result.usage
@@ -616,6 +616,8 @@ class Session:
         return self._calibration.tokens(chars)
 
     async def _compact_if_needed(self, reason: str) -> None:
+        if not self.config.compaction:
+            return
         if self.estimated_tokens() > self.config.context_window * self.config.compact_at:
             await self._compact(reason)
 

@@ -35,6 +35,8 @@ class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Limits of each Query (rounds, output tokens, tool timeout and concurrency)."""
     max_turns: int | None = None
     """Inputs this Session will answer; later ones end at once as ``budget_exhausted``."""
+    compaction: bool = True
+    """Compact the history when it would not fit (off: requests may fail as too long)."""
     context_window: int = 128_000
     compact_at: float = 0.8
     """Compact when the next request is estimated above this share of ``context_window``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -70,6 +71,17 @@ class ToolSet:
         self.context = context
         self.max_result_chars = max_result_chars
         self._specs = tuple(t.spec for t in self._tools.values())
+
+    def derive(self, *, context: Any, extra: Iterable[Tool] = ()) -> ToolSet:
+        """A copy (same class: subclasses keep their behaviour) with another context and
+        ``extra`` tools added."""
+        clone = copy.copy(self)
+        clone._tools = dict(self._tools)
+        for t in extra:
+            clone._tools[t.name] = t
+        clone._specs = tuple(t.spec for t in clone._tools.values())
+        clone.context = context
+        return clone
 
     def with_context(self, context: Any) -> ToolSet:
         """The same tools bound to another context (cheap: tools are shared)."""

@@ -1,0 +1,198 @@
+"""run_agent as a user meets it: the example script, and ``xai ingest`` / ``xai ask`` as processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xai.testing import OpenAIWireServer, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "examples" / "scenarios" / "support.yaml"
+POLICY = ROOT / "examples" / "knowledge" / "returns_policy.md"
+WARRANTY = ROOT / "examples" / "knowledge" / "warranty.md"
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment without LLM_* / EMBEDDING_* (offline embeddings), with its own XAI_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))}
+    env["XAI_HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def xai(*args: str | Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xai", *map(str, args)],
+        cwd=ROOT,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def ticket_responder(body: Mapping[str, Any]) -> Reply:
+    """Answers with a ticket_response, citing [1] when the prompt lists knowledge."""
+    system = str(body["messages"][0]["content"])
+    cited = " [1]" if "\n[1] (" in system else ""
+    ticket = {
+        "reply": f"You can return it within 30 days of delivery{cited}.",
+        "category": "returns",
+        "priority": "normal",
+        "next_steps": ["Send the order number"],
+    }
+    return Reply(text=json.dumps(ticket))
+
+
+@pytest.mark.timeout(150)
+def test_the_example_runs_offline() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "run_agent_scenario.py")],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in [
+        "ingested returns_policy.md: 1 chunk(s) into 'support'",
+        "ingested warranty.md: 1 chunk(s) into 'support'",
+        "status: success (model xai-scripted",
+        "Defective products may be returned within 90 days of delivery [",
+        'query_demo_records({"product": "valve", "status": "open"}) -> {"count": 1',
+        'calculate_rate({"numerator": 31, "denominator": 950, "kind": "defect_rate"})',
+        '"percent": 3.26',
+        '"priority": "high"',
+    ]:
+        assert expected in out, out
+    references = out.split("references:\n", 1)[1].split("tool calls:", 1)[0]
+    assert "returns_policy.md (support:returns_policy:0" in references
+    assert "warranty.md (support:warranty:0" in references
+
+
+@pytest.mark.timeout(150)
+def test_ingest_then_ask_json(openai_server: OpenAIWireServer, tmp_path: Path) -> None:
+    openai_server.script.add_responder(ticket_responder)
+    env = clean_env(
+        tmp_path / "home", LLM_BASE_URL=openai_server.base_url, LLM_MODEL="cli-test-model"
+    )
+    knowledge = tmp_path / "knowledge"
+    ingested = xai(
+        "ingest", "--scenario", SCENARIO, "--knowledge-dir", knowledge, POLICY, WARRANTY, env=env
+    )
+    assert ingested.returncode == 0, ingested.stderr
+    assert "into scenario 'support' as document 'returns_policy'" in ingested.stdout
+    assert "into scenario 'support' as document 'warranty'" in ingested.stdout
+
+    question = "How long do I have to return a valve?"
+    asked = xai(
+        "ask",
+        "--scenario",
+        SCENARIO,
+        "--knowledge-dir",
+        knowledge,
+        "--documents",
+        "returns_policy",
+        "--json",
+        question,
+        env=env,
+    )
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    assert result["status"] == "success" and result["error"] is None
+    assert result["model_name"] == "cli-test-model"
+    assert result["answer"] == "You can return it within 30 days of delivery [1]."
+    assert result["structured_output"] == {
+        "reply": "You can return it within 30 days of delivery [1].",
+        "category": "returns",
+        "priority": "normal",
+        "next_steps": ["Send the order number"],
+    }
+    assert result["references"], result
+    for ref in result["references"]:  # --documents kept the warranty out
+        assert ref["source_file"] == "returns_policy.md"
+        assert ref["document_id"] == "returns_policy"
+        assert ref["chunk_id"].startswith("support:returns_policy:")
+        assert "30 days of delivery" in ref["content"] and 0 < ref["score"] <= 1
+    assert result["tool_calls"] == [] and result["latency_ms"] > 0
+
+    (request,) = openai_server.chat_requests()
+    body = request.body
+    assert body["model"] == "cli-test-model"
+    assert body["response_format"]["json_schema"]["name"] == "TicketResponse"
+    assert {t["function"]["name"] for t in body["tools"]} == {
+        "query_demo_records",
+        "calculate_rate",
+    }
+    system = body["messages"][0]["content"]
+    assert "[1] (returns_policy.md)" in system and "warranty.md" not in system
+    assert body["messages"][-1] == {"role": "user", "content": question}
+
+
+@pytest.mark.timeout(150)
+def test_ask_finds_a_scenario_by_id_under_xai_home(
+    openai_server: OpenAIWireServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    (home / "scenarios").mkdir(parents=True)
+    shutil.copy(SCENARIO, home / "scenarios" / "support.yaml")
+    openai_server.script.add_responder(ticket_responder)
+    env = clean_env(home, LLM_BASE_URL=openai_server.base_url, LLM_MODEL="cli-test-model")
+    asked = xai("ask", "--scenario", "support", "Can I return a pump?", env=env)
+    assert asked.returncode == 0, asked.stderr
+    # Nothing was ingested under $XAI_HOME/knowledge: the answer comes without references.
+    assert asked.stdout.startswith("You can return it within 30 days of delivery.")
+    system = openai_server.chat_requests()[0].body["messages"][0]["content"]
+    assert "No knowledge was found for this question" in system
+
+
+def test_ask_with_an_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    asked = xai("ask", "--scenario", "nosuch", "hello?", env=clean_env(home))
+    assert asked.returncode == 2 and asked.stdout == ""
+    assert asked.stderr.strip() == (
+        f"xai: no scenario 'nosuch': give a scenario file, or put nosuch.yaml in "
+        f"{home / 'scenarios'}"
+    )
+
+
+def test_ask_with_an_invalid_scenario_names_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenario_id: support\noutput_type: poem\n", encoding="utf-8")
+    asked = xai("ask", "--scenario", bad, "hello?", env=clean_env(tmp_path / "home"))
+    assert asked.returncode == 2
+    assert f"xai: {bad}: output_type: Invalid enum value 'poem'" in asked.stderr
+
+
+@pytest.mark.timeout(150)
+def test_ingesting_a_non_text_file_is_a_usage_error(tmp_path: Path) -> None:
+    pdf = tmp_path / "manual.pdf"
+    pdf.write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    knowledge = tmp_path / "knowledge"
+    ingested = xai(
+        "ingest",
+        "--scenario",
+        SCENARIO,
+        "--knowledge-dir",
+        knowledge,
+        pdf,
+        env=clean_env(tmp_path / "home"),
+    )
+    assert ingested.returncode == 2 and ingested.stdout == ""
+    assert ingested.stderr.strip() == (
+        f"xai: {pdf}: only text and markdown files can be ingested "
+        "(.markdown, .md, .rst, .text, .txt)"
+    )

@@ -1,0 +1,51 @@
+"""``xai run`` and ``xai batch``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+
+from xai.exceptions import UsageError
+
+__all__ = ["run_command"]
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_home
+    from xai.runner import InputError, is_batch, load_batch, load_input, run_batch, run_input
+
+    home = default_home()
+    outdir = args.outdir.expanduser()
+    try:
+        if args.command == "batch" or is_batch(args.input):
+            inputs = load_batch(args.input, fixture=args.fixture)
+            summary = anyio.run(
+                lambda: run_batch(inputs, outdir, concurrency=args.concurrency, home=home)
+            )
+            print(f"{summary['successes']}/{summary['total']} tasks succeeded; see {outdir}")
+            return EXIT_OK
+        inp = load_input(args.input, fixture=args.fixture)
+    except InputError as exc:
+        print(f"xai: invalid input: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = anyio.run(
+            lambda: run_input(
+                inp,
+                outdir,
+                resume=args.resume,
+                home=home,
+                progress=lambda text: print(f"  {text}", file=sys.stderr),
+            )
+        )
+    except UsageError as exc:
+        print(f"xai: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:
+        print(f"xai: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{report.status}: {report.answer[:200]}")
+    print(f"artifacts in {outdir} (messages.json, trace.json, final_answer.md, runtime_log.jsonl)")
+    return EXIT_OK
