@@ -32,10 +32,10 @@ def main(directory: Path, point: str, n: int) -> None:
     real_upsert = VectorIndex.upsert
     real_update = VectorIndex.update_metadata
 
-    async def append(self: Ledger, decision: Any) -> None:
+    async def append(self: Ledger, decision: Any, **options: Any) -> None:
         if point == "before_ledger" and counts["ledger"] == n:
             await freeze()
-        await real_append(self, decision)
+        await real_append(self, decision, **options)
         counts["ledger"] += 1
         if point == "after_ledger" and counts["ledger"] == n:
             await freeze()

@@ -313,3 +313,19 @@ async def test_a_plain_chromadb_client_can_read_the_store(tmp_path: Path) -> Non
     assert collection.configuration["hnsw"]["space"] == "cosine"  # type: ignore[index]
     found = collection.query(query_texts=["herbs in the garden"], n_results=1)
     assert found["documents"] == [["The user grows basil."]]
+
+
+async def test_one_batch_sees_its_own_earlier_decisions(tmp_path: Path) -> None:
+    async with LongTermMemory(tmp_path) as memory:
+        decisions = await memory.adjudicate(
+            [
+                candidate("The user likes green tea.", "s1"),
+                candidate("The user likes green tea.", "s2"),  # the fact above is not indexed yet
+                candidate("The user no longer likes green tea.", "s3"),
+            ]
+        )
+        assert [d.kind for d in decisions] == ["add", "reinforce", "supersede"]
+        (fact,) = memory.facts()
+        assert fact.text == "The user no longer likes green tea."
+        indexed = await memory._require_index().versions()
+        assert indexed == {fact.id: fact.version}  # written once, at the end of the batch

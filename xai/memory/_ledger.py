@@ -40,6 +40,7 @@ class Ledger:
         self.sync = sync
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._dirty = False
 
     @staticmethod
     def replay(path: Path) -> LedgerState:
@@ -79,13 +80,21 @@ class Ledger:
                 f.write(b"\n")
         return state
 
-    async def append(self, decision: Decision) -> None:
+    async def append(self, decision: Decision, *, sync: bool = True) -> None:
+        """Write one decision; sync it now unless ``sync=False`` (then ``flush`` later)."""
         if self._fd is None:
             raise RuntimeError(f"ledger {self.path} is closed")
         data = memoryview(_encode(decision) + b"\n")
         while data:
             data = data[os.write(self._fd, data) :]
-        if self.sync:
+        self._dirty = True
+        if sync:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """fsync what was appended (when the ledger syncs at all)."""
+        if self._fd is not None and self.sync and self._dirty:
+            self._dirty = False
             await anyio.to_thread.run_sync(os.fsync, self._fd)
 
     def close(self) -> None:

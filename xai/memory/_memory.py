@@ -9,7 +9,8 @@ any point loses no decided fact and duplicates none.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -28,6 +29,32 @@ __all__ = ["LongTermMemory"]
 
 _log = get_logger(__name__)
 _DAY = 86_400.0
+
+
+class _Pending:
+    """Index changes decided (and in the ledger) but not yet written to the index."""
+
+    __slots__ = ("deletes", "updates", "upserts")
+
+    def __init__(self) -> None:
+        self.upserts: dict[str, tuple[Fact, list[float]]] = {}
+        self.updates: dict[str, Fact] = {}
+        self.deletes: set[str] = set()
+
+    def add(self, facts: Sequence[Fact], vectors: dict[str, list[float]]) -> None:
+        for fact in facts:
+            if fact.status != "active":
+                self.upserts.pop(fact.id, None)
+                self.updates.pop(fact.id, None)
+                self.deletes.add(fact.id)
+            elif fact.id in vectors:
+                self.deletes.discard(fact.id)
+                self.updates.pop(fact.id, None)
+                self.upserts[fact.id] = (fact, vectors[fact.id])
+            elif fact.id in self.upserts:
+                self.upserts[fact.id] = (fact, self.upserts[fact.id][1])
+            else:
+                self.updates[fact.id] = fact
 
 
 def fact_id_for(candidate: MemoryCandidate) -> str:
@@ -58,6 +85,7 @@ class LongTermMemory:
         self._ledger: Ledger | None = None
         self._index: VectorIndex | None = None
         self._lock: anyio.Lock | None = None
+        self._pending: _Pending | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -219,15 +247,19 @@ class LongTermMemory:
             facts=tuple(facts),
             judge=judge,
         )
-        await self._ledger.append(decision)
+        pending = self._pending
+        await self._ledger.append(decision, sync=pending is None)
         if candidate is not None:
             self._state.decided.add(candidate.id)
         for fact in facts:
             self._state.facts[fact.id] = fact
+        vectors = vectors or {}
+        if pending is not None:  # applied to the index when the batch ends
+            pending.add(facts, vectors)
+            return decision
         # The index holds active facts only: retired ones stay in the ledger (and in
         # `facts(status=...)`), so searches need no status filter as history grows.
         index = self._require_index()
-        vectors = vectors or {}
         retired = [f.id for f in facts if f.status != "active"]
         if retired:
             await index.delete(retired)
@@ -239,12 +271,58 @@ class LongTermMemory:
             await index.update_metadata(changed)
         return decision
 
+    @asynccontextmanager
+    async def _batch(self) -> AsyncIterator[None]:
+        """Group index writes (chromadb syncs to disk on every write, ~10 ms each) and the
+        ledger's fsync: one of each per batch. Ledger first, index after, as always; a kill
+        in between is repaired from the ledger on the next open."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending = pending = _Pending()
+        try:
+            yield
+        finally:
+            self._pending = None
+            with anyio.CancelScope(shield=True):
+                if self._ledger is not None:
+                    await self._ledger.flush()
+                index = self._require_index()
+                if pending.deletes:
+                    await index.delete(sorted(pending.deletes))
+                if pending.upserts:
+                    facts = [fact for fact, _ in pending.upserts.values()]
+                    await index.upsert(facts, [v for _, v in pending.upserts.values()])
+                if pending.updates:
+                    await index.update_metadata(list(pending.updates.values()))
+
+    async def _nearest(
+        self, vector: list[float], k: int, *, tiers: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Nearest active facts, including those written earlier in the running batch."""
+        pending = self._pending
+        if pending is None or not (pending.upserts or pending.deletes or pending.updates):
+            return await self._require_index().nearest(vector, k, tiers=tiers)
+        hidden = len(pending.deletes) + len(pending.upserts)
+        hits = await self._require_index().nearest(vector, k + hidden, tiers=tiers)
+        scores = {i: s for i, s in hits if i not in pending.deletes and i not in pending.upserts}
+        for fact_id, (fact, stored) in pending.upserts.items():
+            if tiers and fact.tier not in tiers:
+                continue
+            scores[fact_id] = sum(a * b for a, b in zip(vector, stored, strict=True))
+        live = {
+            i: s for i, s in scores.items()
+            if (f := self._state.facts.get(i)) is not None and f.status == "active"
+            and (not tiers or f.tier in tiers)
+        }  # fmt: skip
+        return sorted(live.items(), key=lambda item: -item[1])[:k]
+
     async def adjudicate(
         self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
     ) -> list[Decision]:
         """Decide every candidate not decided before. Returns the decisions made now."""
         assert self._lock is not None, "the memory is not open"
-        async with self._lock:
+        async with self._lock, self._batch():
             todo = [c for c in candidates if c.id not in self._state.decided]
             unique: dict[str, MemoryCandidate] = {c.id: c for c in todo}
             todo = list(unique.values())
@@ -270,7 +348,7 @@ class LongTermMemory:
                     "drop", "no user evidence", (), candidate=candidate, session_id=session_id
                 )
             ]
-        hits = await self._require_index().nearest(vector, config.neighbours)
+        hits = await self._nearest(vector, config.neighbours)
         near = [(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
         if not near or near[0][1] < config.novel_similarity:
             return await self._add(candidate, vector, session_id, "nothing similar is known")
@@ -481,7 +559,7 @@ class LongTermMemory:
 
     async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
         assert self._lock is not None, "the memory is not open"
-        async with self._lock:
+        async with self._lock, self._batch():
             fact = self._state.facts.get(fact_id)
             if fact is None:
                 raise KeyError(f"no fact {fact_id!r}")
@@ -491,7 +569,7 @@ class LongTermMemory:
     async def maintain(self) -> list[Decision]:
         """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
         assert self._lock is not None, "the memory is not open"
-        async with self._lock:
+        async with self._lock, self._batch():
             decisions: list[Decision] = []
             now = self.clock()
             for fact in [
@@ -527,7 +605,7 @@ class LongTermMemory:
             keeper = self._state.facts[fact.id]
             if keeper.status != "active":
                 continue
-            for other_id, similarity in await index.nearest(vector, 4, tiers=["L2"]):
+            for other_id, similarity in await self._nearest(vector, 4, tiers=["L2"]):
                 other = self._state.facts.get(other_id)
                 if other is None or other.id == keeper.id or other.status != "active":
                     continue
