@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from xai import LLMConfig, OpenAIProvider
 from xai.agent import Agent
-from xai.events import TextDelta, ToolCallFinished, TurnDone
+from xai.events import TextDelta, ToolCallFinished, TurnDone, TurnStarted
 from xai.exceptions import SessionClosedError
 
 PAGE = """<!doctype html>
@@ -98,8 +98,13 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
         input_id = session.send(message).input.id  # type: ignore[union-attr]
 
         async def stream() -> AsyncIterator[bytes]:
+            ours = False  # only this request's turn (another request may share the Session)
             async for event in events:
                 body = event.event
+                if isinstance(body, TurnStarted):
+                    ours = body.input is not None and body.input.id == input_id
+                if not ours:
+                    continue
                 if isinstance(body, TextDelta):
                     yield sse("text", {"text": body.text})
                 elif isinstance(body, ToolCallFinished):

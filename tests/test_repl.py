@@ -60,7 +60,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
             child.sendline("tell me a long story")
             child.expect(shown("Once upon"))
             child.sendcontrol("c")  # cancels the answer, not the REPL
-            child.expect(shown("[cancelled]"))
+            child.expect(shown("[turn cancelled]"))
             child.expect("you>")
 
             child.sendline("/wake add in 1 Good morning!")
@@ -78,6 +78,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
             child.expect(shown("The user's name is Ada."))
             child.expect("you>")
             child.sendcontrol("d")  # leave: the conversation is adjudicated first
+            child.expect(shown('[remembered from this conversation: "The user\'s name is Ada."]'))
             child.expect(shown("bye."))
             child.expect(pexpect.EOF)
         finally:

@@ -21,9 +21,8 @@ import anyio
 from xai.agent import Agent, At, Cron, Every, Wakeup
 from xai.cli._render import Renderer
 from xai.config import LLMConfig
-from xai.events import AgentEvent, MemoryDecided
+from xai.events import AgentEvent
 from xai.exceptions import ConfigurationError
-from xai.messages import TurnStatus
 from xai.providers import OpenAIProvider
 from xai.session import Session, Subscription
 
@@ -53,26 +52,20 @@ class Repl:
         self.agent = agent
         self.render = render
         self.session: Session | None = None
-        self._wake_counter = 0
 
     async def start(self) -> None:
         self.session = await self.agent.open_session("a conversation with the user")
 
     async def printer(self, events: Subscription[AgentEvent]) -> None:
         async for event in events:
-            body = event.event
-            if isinstance(body, MemoryDecided) and event.session_id is not None:
-                continue  # summarised on exit instead
             self.render.agent_event(event)
 
     async def ask(self, text: str) -> None:
         assert self.session is not None
         handle = self.session.send(text)
         with _cancel_on_sigint(self.session):
-            outcome = await handle.result()
+            await handle.result()  # a cancelled turn is reported by the printer
         await anyio.sleep(0.01)  # let the printer finish the line
-        if outcome.status is TurnStatus.CANCELLED:
-            self.render.line("[cancelled]")
 
     async def command(self, line: str) -> bool:
         """Run a /command; False means quit."""
@@ -145,8 +138,11 @@ class Repl:
                 return
             if args[0] == "add" and len(args) >= 4:
                 kind, when, text = args[1], args[2], " ".join(args[3:])
-                self._wake_counter += 1
-                wake_id = f"w{self._wake_counter}"
+                taken = {s.wakeup.id for s in scheduler.list()}
+                number = 1
+                while f"w{number}" in taken:  # ids persist across runs: never reuse one
+                    number += 1
+                wake_id = f"w{number}"
                 now = self.agent.clock.now()
                 trigger = (
                     Every(seconds=float(when))
@@ -172,14 +168,16 @@ class Repl:
         if self.session is None:
             return
         session, self.session = self.session, None
-        before = len(self.agent.memory.ledger())
-        await session.close()
-        decided = self.agent.memory.ledger()[before:]
-        kept = [d for d in decided if d.kind != "drop"]
-        if kept:
-            for decision in kept:
-                texts = ", ".join(repr(f.text) for f in decision.facts)
-                self.render.line(f"[remembered: {decision.kind} {texts}]")
+        await session.close()  # waits until its candidates are decided
+        decided = [
+            d
+            for d in self.agent.memory.ledger()
+            if d.session_id == session.id and d.kind != "drop" and d.facts
+        ]
+        for decision in decided:
+            texts = ", ".join(repr(f.text) for f in decision.facts if f.status == "active")
+            if texts:
+                self.render.line(f"[remembered from this conversation: {texts}]")
 
 
 @contextlib.contextmanager
