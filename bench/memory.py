@@ -98,7 +98,15 @@ import anyio
 import msgspec
 
 from xai.config import LLMConfig
-from xai.memory import JUDGE_MARKER, Decision, Fact, LongTermMemory, MemoryConfig, local_minilm
+from xai.memory import (
+    JUDGE_MARKER,
+    Decision,
+    Fact,
+    LocalMiniLM,
+    LongTermMemory,
+    MemoryConfig,
+    local_minilm,
+)
 from xai.messages import MemoryCandidate
 from xai.providers import OpenAIProvider, ProviderEvent, ProviderRequest
 from xai.testing import Reply, Rule, Script
@@ -637,7 +645,7 @@ class SearchFigures(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def run_embed(job: Job) -> EmbedFigures:
-    model = local_minilm()
+    model = LocalMiniLM(cache_size=0)  # raw model speed: no text cache across rounds
     texts = [s.text for s in stored_seeds(job.embed_texts, job.seed + 7)]
     model.embed_sync(texts[:32])  # loads the model
     rates: dict[int, list[float]] = {b: [] for b in EMBED_BATCHES}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -77,9 +78,15 @@ class LocalMiniLM:
     name = "all-MiniLM-L6-v2-int8"
     dimension = 384
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(
+        self, *, batch_size: int = 64, threads: int | None = None, cache_size: int = 4096
+    ) -> None:
         self.batch_size = batch_size
         self._threads = threads
+        # Memory sees the same sentences again and again (a fact reported by many
+        # Sessions, a purpose reused): recently embedded texts are kept.
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._cache_size = cache_size
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -112,6 +119,22 @@ class LocalMiniLM:
             self._session = session
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        with self._lock:
+            known = {t: self._cache[t] for t in texts if t in self._cache}
+            for text in known:
+                self._cache.move_to_end(text)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            fresh = dict(zip(missing, self._run(missing), strict=True))
+            with self._lock:
+                for text, vector in fresh.items():
+                    self._cache[text] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            known.update(fresh)
+        return [list(known[t]) for t in texts]
+
+    def _run(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
         self._load()
