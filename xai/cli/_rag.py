@@ -49,9 +49,14 @@ def ask_command(args: argparse.Namespace) -> int:
 
 async def run_ingest(args: argparse.Namespace, scenario_id: str) -> int:
     knowledge = await anyio.to_thread.run_sync(KnowledgeBase, _knowledge_dir(args))
-    for file in args.files:
-        count = await knowledge.ingest_file(scenario_id, file)
-        print(f"{file}: {count} chunk(s) into scenario {scenario_id!r} as document {file.stem!r}")
+    try:
+        for file in args.files:
+            count = await knowledge.ingest_file(scenario_id, file)
+            print(
+                f"{file}: {count} chunk(s) into scenario {scenario_id!r} as document {file.stem!r}"
+            )
+    finally:
+        await knowledge.aclose()
     return 0
 
 

@@ -41,7 +41,12 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 def _token_counter(embedder: Embedder) -> Callable[[str], int]:
     if isinstance(embedder, LocalMiniLM):
         embedder._load()
-        tokenizer = embedder._tokenizer
+        from tokenizers import Tokenizer
+
+        # A copy that neither truncates (the model's copy stops at 256) nor pads.
+        tokenizer = Tokenizer.from_str(embedder._tokenizer.to_str())
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
 
         def count(text: str) -> int:
             return len(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -224,6 +229,12 @@ class KnowledgeBase:
                 )
             )
         return out
+
+    async def aclose(self) -> None:
+        """Close the embeddings endpoint client, if the embedder has one."""
+        aclose = getattr(self.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     async def documents(self, scenario_id: str) -> dict[str, int]:
         """Document ids of a scenario and their number of chunks."""

@@ -239,14 +239,17 @@ async def arun_agent(
             owned = provider = OpenAIProvider(config)
     except UsageError as exc:
         return AgentResult(status="failed", error=f"{type(exc).__name__}: {exc}")
+    owned_knowledge: KnowledgeBase | None = None
     try:
         if knowledge is None and scenario.rag.enabled:
             directory = Path(opts.knowledge_dir) if opts.knowledge_dir else _home() / "knowledge"
-            knowledge = await anyio.to_thread.run_sync(KnowledgeBase, directory)
+            knowledge = owned_knowledge = await anyio.to_thread.run_sync(KnowledgeBase, directory)
         return await LightweightOrchestrator(provider, knowledge).run(scenario, user_input, opts)
     finally:
         if owned is not None:
             await owned.aclose()
+        if owned_knowledge is not None:
+            await owned_knowledge.aclose()
 
 
 def run_agent(
