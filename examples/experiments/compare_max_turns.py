@@ -1,0 +1,134 @@
+"""Experiment: the same task with ``max_turns`` 1, 2 and 4.
+
+``max_turns`` is the runner's limit on model rounds per user input. The task
+needs four rounds (list the files, summarise the CSV, compute the rate,
+answer), so 1 and 2 stop early as ``budget_exhausted`` and 4 finishes.
+
+Offline (default): xai's OpenAI-wire test server plays a deterministic model
+over real HTTP. Online: set LLM_MODEL (+ LLM_API_KEY, LLM_BASE_URL) and the
+same inputs go to your model.
+
+    python examples/experiments/compare_max_turns.py [OUTDIR]
+
+Prints a Markdown table and writes it, with each run's artifacts, to OUTDIR
+(default: a new temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from xai import LLMConfig, OpenAIProvider
+from xai.runner import run_input, validate_input
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+
+RUNNER = Path(__file__).resolve().parent.parent / "runner"  # the shipped examples/runner
+TASK = "What is the overall defect rate across all lines in the CSV file?"
+LIMITS = (1, 2, 4)
+
+
+def scripted_model(body: Mapping[str, Any]) -> Reply:
+    """Four rounds: list_files, summarize_csv, calculate_rate, then the answer."""
+    messages: list[Mapping[str, Any]] = body["messages"]
+    start = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    results = [json.loads(m["content"]) for m in messages[start:] if m["role"] == "tool"]
+    if not results:
+        return Reply(
+            text="Let me find the CSV file.",
+            tool_calls=(ScriptedCall(name="list_files", arguments={"pattern": "**/*.csv"}),),
+        )
+    if len(results) == 1:
+        path = results[0]["files"][0]
+        return Reply(
+            text=f"Summarising {path}.",
+            tool_calls=(ScriptedCall(name="summarize_csv", arguments={"path": path}),),
+        )
+    if len(results) == 2:
+        summary = results[1]["summary"]
+        arguments = {
+            "numerator": summary["defects"]["sum"],
+            "denominator": summary["inspected"]["sum"],
+            "kind": "defect_rate",
+        }
+        return Reply(
+            text="Computing the rate.",
+            tool_calls=(ScriptedCall(name="calculate_rate", arguments=arguments),),
+        )
+    rate = results[2]
+    return Reply(
+        text=f"The overall defect rate is {rate['percent']}% "
+        f"({rate['numerator']:g} defects in {rate['denominator']:g} inspected)."
+    )
+
+
+def call_label(call: Mapping[str, Any]) -> str:
+    """A tool call's name, marked when it failed or never ran (the round limit came first)."""
+    if call.get("success"):
+        return str(call["name"])
+    if str(call.get("result", "")).startswith("[not run"):
+        return f"{call['name']} (not run)"
+    return f"{call['name']} (error)"
+
+
+async def read_json(path: Path) -> Any:
+    """An artifact, read without blocking the event loop."""
+    return json.loads(await anyio.Path(path).read_text(encoding="utf-8"))
+
+
+def cell(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def main(outdir: Path, home: Path) -> str:
+    async with AsyncExitStack() as stack:
+        config = LLMConfig.from_env()
+        if not config.is_configured:
+            server = stack.enter_context(OpenAIWireServer())
+            server.script.add_responder(scripted_model)
+            config = server.llm_config()
+        provider = await stack.enter_async_context(OpenAIProvider(config))
+        rows = [
+            "| max_turns | status | turn status | rounds used | tool calls | LLM calls | answer |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for limit in LIMITS:
+            inp = validate_input(
+                {
+                    "conversation_id": f"max-turns-{limit}",
+                    "user_input": TASK,
+                    "toolset": "basic_tools",
+                    "tool_root": "workdir",  # relative to RUNNER, like in an input file there
+                    "max_turns": limit,
+                },
+                RUNNER,
+            )
+            report = await run_input(
+                inp, outdir / f"max_turns_{limit}", home=home, provider=provider
+            )
+            trace = await read_json(Path(report.outdir) / "trace.json")
+            turn = trace["turns"][0]
+            calls = ", ".join(call_label(call) for call in turn["tool_calls"])
+            rows.append(
+                f"| {limit} | {report.status} | {turn['status']} | {trace['tool_rounds_used']} "
+                f"| {cell(calls or '-')} | {trace['llm_calls']} | {cell(report.answer)} |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="xai-exp-"))
+    with tempfile.TemporaryDirectory(prefix="xai-home-") as home:
+        table = anyio.run(main, out, Path(home))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare_max_turns.md").write_text(table, encoding="utf-8")
+    print(table)
+    print(f"written to {out / 'compare_max_turns.md'}")
