@@ -286,3 +286,58 @@ def test_resume_after_sigkill_does_not_repeat_finished_calls(tmp_path: Path) -> 
 def test_cli_exit_code_for_a_missing_model(tmp_path: Path) -> None:
     path = write_input(tmp_path, user_input="hello", toolset="none")
     assert main(["run", str(path), "--outdir", str(tmp_path / "out")]) == 1
+
+
+def test_compaction_keeps_the_full_record(tmp_path: Path) -> None:
+    def respond(body: Mapping[str, Any]) -> Reply:
+        last = str(body["messages"][-1].get("content"))
+        if last.startswith("[xai:compaction]"):
+            return Reply(text="Summary of the earlier questions.")
+        return Reply(text=f"Long answer to {last!r}: " + "details " * 250)
+
+    with OpenAIWireServer() as server:
+        server.script.add_responder(respond)
+        path = write_input(
+            tmp_path,
+            user_inputs=[f"question {i}" for i in range(1, 5)],
+            toolset="none",
+            max_context_tokens=1000,
+        )
+        env = clean_env(
+            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
+        )
+        done = xai_run(str(path), "--outdir", str(tmp_path / "out"), env=env)
+    assert done.returncode == 0, done.stderr
+    trace = json.loads((tmp_path / "out" / "trace.json").read_text())
+    assert trace["compression_events"], "the history should have been compacted"
+    assert trace["multi_turn"] == {"inputs": 4, "processed": 4}
+    assert [t["input"] for t in trace["turns"]] == [f"question {i}" for i in range(1, 5)]
+    assert all(t["status"] == "completed" for t in trace["turns"])
+    messages = json.loads((tmp_path / "out" / "messages.json").read_text())
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        f"question {i}" for i in range(1, 5)
+    ]
+
+
+def test_fixture_flag_switches_to_fixture_mode(tmp_path: Path) -> None:
+    path = write_input(tmp_path, user_input="What is the defect rate of line B?")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xai",
+            "run",
+            str(path),
+            "--outdir",
+            str(tmp_path / "out"),
+            "--fixture",
+            "examples/runner/fixtures/basic",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=clean_env(XAI_HOME=str(tmp_path / "home")),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3.26%" in (tmp_path / "out" / "final_answer.md").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import anyio
 
@@ -18,6 +19,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     home = default_home()
     outdir = args.outdir.expanduser()
+    if args.fixture:  # relative to where the command runs, like any other argument
+        args.fixture = str(Path(args.fixture).expanduser().resolve())
     try:
         if args.command == "batch" or is_batch(args.input):
             inputs = load_batch(args.input, fixture=args.fixture)
@@ -25,6 +28,10 @@ def run_command(args: argparse.Namespace) -> int:
                 lambda: run_batch(inputs, outdir, concurrency=args.concurrency, home=home)
             )
             print(f"{summary['successes']}/{summary['total']} tasks succeeded; see {outdir}")
+            fatal = [t for t in summary["tasks"] if t.get("fatal")]
+            if fatal and len(fatal) == summary["total"]:
+                print(f"xai: every task failed to start: {fatal[0]['error']}", file=sys.stderr)
+                return EXIT_FAILED
             return EXIT_OK
         inp = load_input(args.input, fixture=args.fixture)
     except InputError as exc:

@@ -143,6 +143,8 @@ def validate_input(
     for name in values["auto_prompt_map"]:
         if name not in templates:
             problems.append(f"auto_prompt_map.{name}: no such template")
+    if fixture:  # --fixture: a fixture run, whatever the file says
+        values["execution_mode"] = "fixture"
     fixture_dir = fixture or values["fixture_dir"]
     if values["execution_mode"] == "fixture":
         if not fixture_dir:

@@ -37,6 +37,7 @@ from xai.runner._fixture import load_fixture
 from xai.runner._input import RunInput
 from xai.runner._templates import choose_template
 from xai.session import FinalizingContext, Session, SessionConfig, SystemPrompt, read_journal
+from xai.session._journal import InputRecord, MessageRecord, TurnEndRecord, read_records
 from xai.tools import ToolSet
 
 __all__ = ["RunReport", "run_input", "write_atomic"]
@@ -73,42 +74,71 @@ def _append_line(path: Path, record: Any) -> None:
         os.fsync(f.fileno())
 
 
-def _turns(history: list[Message], outcomes: dict[int, TurnOutcome]) -> list[dict[str, Any]]:
-    """Per-turn details rebuilt from the history (so a resumed run reports every turn)."""
-    turns: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    for message in history:
-        if isinstance(message, UserMessage) and message.origin == "user":
-            current = {
-                "turn": len(turns) + 1,
-                "input": message.content,
+def _turns(records: list[Any]) -> tuple[list[dict[str, Any]], list[Message]]:
+    """Per-turn details and every message, from the journal's records: complete even when a
+    compaction shortened the history, and across a resume."""
+    turns: dict[int, dict[str, Any]] = {}
+    messages: list[Message] = []
+
+    def turn(number: int) -> dict[str, Any]:
+        return turns.setdefault(
+            number,
+            {
+                "turn": number,
+                "input": "",
                 "answer": "",
                 "rounds": 0,
                 "tool_calls": [],
-            }
-            turns.append(current)
-        elif current is None:
+                "status": "interrupted",
+            },
+        )
+
+    for record in records:
+        if isinstance(record, InputRecord):
+            turn(record.turn)["input"] = record.message.content
+            messages.append(record.message)
+        elif isinstance(record, MessageRecord):
+            messages.append(record.message)
+            current = turn(record.turn)
+            message = record.message
+            if isinstance(message, AssistantMessage):
+                current["rounds"] += 1
+                current["answer"] = message.content
+                for call in message.tool_calls:
+                    current["tool_calls"].append(
+                        {"id": call.id, "name": call.name, "arguments": call.arguments}
+                    )
+            elif isinstance(message, ToolMessage):
+                for call in current["tool_calls"]:
+                    if call["id"] == message.tool_call_id:
+                        call["result"] = message.content[:2000]
+                        call["success"] = not message.is_error
+        elif isinstance(record, TurnEndRecord):
+            current = turn(record.outcome.turn)
+            current["status"] = record.outcome.status.value
+            current["usage"] = msgspec.to_builtins(record.outcome.usage)
+            if record.outcome.error is not None:
+                current["error"] = record.outcome.error.message
+            elif record.outcome.status is TurnStatus.BUDGET_EXHAUSTED:
+                current["error"] = "the turn reached max_turns before the model finished"
+    # A turn that only continued an interrupted one (no input of its own) folds into it.
+    ordered = [t for _, t in sorted(turns.items())]
+    merged: list[dict[str, Any]] = []
+    for item in ordered:
+        if not item["input"] and merged:
+            last = merged[-1]
+            last["rounds"] += item["rounds"]
+            last["tool_calls"].extend(item["tool_calls"])
+            last["answer"] = item["answer"] or last["answer"]
+            last["status"] = item["status"]
+            for key in ("usage", "error"):
+                if key in item:
+                    last[key] = item[key]
             continue
-        elif isinstance(message, AssistantMessage):
-            current["rounds"] += 1
-            current["answer"] = message.content
-            for call in message.tool_calls:
-                current["tool_calls"].append(
-                    {"id": call.id, "name": call.name, "arguments": call.arguments}
-                )
-        elif isinstance(message, ToolMessage):
-            for call in current["tool_calls"]:
-                if call["id"] == message.tool_call_id:
-                    call["result"] = message.content[:2000]
-                    call["success"] = not message.is_error
-    for turn in turns:
-        outcome = outcomes.get(turn["turn"])
-        turn["status"] = outcome.status.value if outcome else "completed"
-        if outcome is not None:
-            turn["usage"] = msgspec.to_builtins(outcome.usage)
-            if outcome.error is not None:
-                turn["error"] = outcome.error.message
-    return turns
+        merged.append(item)
+    for number, item in enumerate(merged, start=1):
+        item["turn"] = number
+    return merged, messages
 
 
 def _messages(system: SystemMessage | None, history: list[Message]) -> list[dict[str, Any]]:
@@ -118,7 +148,8 @@ def _messages(system: SystemMessage | None, history: list[Message]) -> list[dict
 async def _memory_prefix(inp: RunInput, home: Path, fixture_memory: list[str]) -> str:
     lines = [f"- {fact}" for fact in fixture_memory]
     if inp.selected_memory_ids or inp.use_global_memory:
-        async with LongTermMemory(home / "runner" / "memory") as memory:
+        directory = home / "runner" / "memory"
+        async with _memory_lock(directory), LongTermMemory(directory) as memory:
             for fact_id in inp.selected_memory_ids:
                 fact = memory.get(fact_id)
                 if fact is not None and fact.status == "active":
@@ -128,6 +159,14 @@ async def _memory_prefix(inp: RunInput, home: Path, fixture_memory: list[str]) -
                 if prefix:
                     lines.append(prefix)
     return "\n".join(lines)
+
+
+_memory_locks: dict[str, anyio.Lock] = {}
+
+
+def _memory_lock(directory: Path) -> anyio.Lock:
+    """One writer per memory directory in this process (batch tasks share the global one)."""
+    return _memory_locks.setdefault(str(directory), anyio.Lock())
 
 
 def _memory_dir(inp: RunInput, home: Path) -> Path | None:
@@ -180,7 +219,7 @@ async def _one_session(
 
     async def remember(context: FinalizingContext) -> None:
         if memory_dir is not None and context.candidates:
-            async with LongTermMemory(memory_dir) as memory:
+            async with _memory_lock(memory_dir), LongTermMemory(memory_dir) as memory:
                 await memory.adjudicate(context.candidates, session_id=context.session_id)
 
     session.on_session_finalizing.append(remember)
@@ -207,8 +246,8 @@ async def _one_session(
                 continue
             progress(f"turn {number}/{len(inp.user_inputs)}")
             await session.send(text)
-    history = list(session.history)
-    turns = _turns(history, outcomes)
+    records = await anyio.to_thread.run_sync(read_records, journal)
+    turns, history = _turns(records)
     failed = [t for t in turns if t["status"] not in (TurnStatus.COMPLETED.value,)]
     usage: Usage = session.usage
     return {

@@ -40,6 +40,7 @@ __all__ = [
     "JournalState",
     "Record",
     "read_journal",
+    "read_records",
 ]
 
 _log = get_logger(__name__)
@@ -207,6 +208,26 @@ def read_journal(path: Path, *, repair: bool = True) -> JournalState:
     if not records or not isinstance(records[0], HeaderRecord):
         raise JournalError("the journal does not start with a header", path=str(path), line=1)
     return _replay(records)
+
+
+def read_records(path: Path) -> list[Record]:
+    """Every whole record of a journal, in order (a torn last line is left out).
+
+    Unlike the replayed state, this keeps messages a compaction removed from
+    the history: the complete record of the conversation.
+    """
+    out: list[Record] = []
+    lines = path.read_bytes().split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(_decode(line))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            if number >= len(lines) - 1:
+                break
+            raise JournalError(f"corrupt record ({exc})", path=str(path), line=number) from None
+    return out
 
 
 def _replay(records: list[Record]) -> JournalState:
