@@ -15,11 +15,11 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from xai.messages import Message, QueryResult, UserMessage
+from xai.messages import Message, QueryResult, SystemMessage, UserMessage
 from xai.providers import Provider
 from xai.query import Query, QueryConfig
 
-__all__ = ["Parsed", "ask_structured", "parse", "response_format"]
+__all__ = ["Parsed", "ask_json", "ask_structured", "json_object_text", "parse", "response_format"]
 
 T = TypeVar("T")
 
@@ -55,11 +55,35 @@ def response_format(type_: Any, *, name: str | None = None, strict: bool = True)
     }
 
 
-def parse(text: str, type_: type[T]) -> Parsed[T]:
-    """Decode ``text`` (code fences and prose around one JSON object tolerated) into ``type_``."""
+def json_object_text(text: str) -> str | None:
+    """The JSON object inside a model's answer (code fences and prose around it dropped)."""
     body = _FENCE.sub("", text.strip())
     start, end = body.find("{"), body.rfind("}")
-    candidate = body[start : end + 1] if 0 <= start < end else body
+    return body[start : end + 1] if 0 <= start < end else None
+
+
+async def ask_json(
+    provider: Provider, instructions: str, content: str, *, max_tokens: int
+) -> QueryResult:
+    """One deterministic round asking for a JSON object (the Session's and the Agent's own
+    requests: memory extraction, judging)."""
+    query = Query(
+        provider,
+        config=QueryConfig(
+            max_rounds=1,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            response_format={"type": "json_object"},
+        ),
+    )
+    return await query.run(
+        [SystemMessage(content=instructions)], UserMessage(content=content, origin="system")
+    )
+
+
+def parse(text: str, type_: type[T]) -> Parsed[T]:
+    """Decode ``text`` (code fences and prose around one JSON object tolerated) into ``type_``."""
+    candidate = json_object_text(text) or text
     try:
         return Parsed(raw=text, value=msgspec.json.decode(candidate, type=type_))
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -27,6 +27,7 @@ import anyio.abc
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from xai import _actor
 from xai.agent._clock import Clock, SystemClock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._scheduler import Scheduler
@@ -202,20 +203,11 @@ class Agent:
     # -- lifecycle -------------------------------------------------------------------
 
     async def __aenter__(self) -> Agent:
-        self._outer = anyio.create_task_group()
-        await self._outer.__aenter__()
-        try:
-            await self._outer.start(self.run)
-        except BaseException as exc:
-            await self._outer.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+        self._outer = await _actor.enter(self)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        assert self._outer is not None
-        with anyio.CancelScope(shield=True):
-            await self.close()
-        return await self._outer.__aexit__(*exc_info)
+        return await _actor.leave(self._outer, self.close, exc_info)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

@@ -8,9 +8,9 @@ from typing import Literal
 
 import msgspec
 
-from xai.messages import StopReason, SystemMessage, UserMessage
+from xai.messages import StopReason
 from xai.providers import Provider
-from xai.query import Query, QueryConfig
+from xai.structured import ask_json, json_object_text
 
 __all__ = ["JUDGE_MARKER", "Verdict", "ask_judge", "contradicts"]
 
@@ -52,30 +52,19 @@ async def ask_judge(
     Facts are shown by small integer ids, never by their real ids.
     """
     listing = "\n".join(f"[{n}] {text}" for n, text in enumerate(facts, start=1))
-    query = Query(
+    result = await ask_json(
         provider,
-        config=QueryConfig(
-            max_rounds=1,
-            max_tokens=max_tokens,
-            temperature=0.0,
-            response_format={"type": "json_object"},
-        ),
-    )
-    result = await query.run(
-        [SystemMessage(content=JUDGE_PROMPT)],
-        UserMessage(
-            content=f"{JUDGE_MARKER}\nCandidate: {candidate}\nExisting facts:\n{listing}",
-            origin="system",
-        ),
+        JUDGE_PROMPT,
+        f"{JUDGE_MARKER}\nCandidate: {candidate}\nExisting facts:\n{listing}",
+        max_tokens=max_tokens,
     )
     if result.stop_reason is not StopReason.END_TURN:
         return None
-    body = _FENCE.sub("", result.text.strip())
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
+    body = json_object_text(result.text)
+    if body is None:
         return None
     try:
-        verdict = _decode(body[start : end + 1])
+        verdict = _decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     needs_fact = verdict.decision in ("reinforce", "update", "supersede")

@@ -22,13 +22,12 @@ from xai.messages import (
     MemoryCandidate,
     Message,
     StopReason,
-    SystemMessage,
     ToolMessage,
     Usage,
     UserMessage,
 )
 from xai.providers import Provider
-from xai.query import Query, QueryConfig
+from xai.structured import ask_json, json_object_text
 
 __all__ = ["EXTRACTION_MARKER", "extract_candidates", "parse_candidates"]
 
@@ -66,12 +65,11 @@ def parse_candidates(
     text: str, *, user_ids: set[str], session_id: str, turn: int
 ) -> list[MemoryCandidate]:
     """Parse the model's JSON; keep candidates grounded in user messages. Raises ``RunError``."""
-    body = _FENCE.sub("", text.strip())
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
+    body = json_object_text(text)
+    if body is None:
         raise RunError(f"the extractor did not answer with JSON: {text[:200]!r}")
     try:
-        reply = _reply.decode(body[start : end + 1])
+        reply = _reply.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RunError(f"the extractor's JSON is not a candidate list ({exc})") from None
     now = time.time()
@@ -121,18 +119,11 @@ async def extract_candidates(
     user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
     if not user_ids:
         return []
-    query = Query(
+    result = await ask_json(
         provider,
-        config=QueryConfig(
-            max_rounds=1,
-            max_tokens=max_tokens,
-            temperature=0.0,
-            response_format={"type": "json_object"},
-        ),
-    )
-    result = await query.run(
-        [SystemMessage(content=EXTRACTOR_PROMPT)],
-        UserMessage(content=f"{EXTRACTION_MARKER}\n{_render(messages)}", origin="system"),
+        EXTRACTOR_PROMPT,
+        f"{EXTRACTION_MARKER}\n{_render(messages)}",
+        max_tokens=max_tokens,
     )
     if on_usage is not None:
         on_usage(result.usage)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
+from xai import _actor
 from xai.events import (
     MessageCommitted,
     QueryEvent,
@@ -391,23 +392,14 @@ class Session:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
-        self._outer = anyio.create_task_group()
-        await self._outer.__aenter__()
-        try:
-            await self._outer.start(self.run)
-        except BaseException as exc:
-            await self._outer.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
+        self._outer = await _actor.enter(self)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        assert self._outer is not None
         reason: CloseReason = "error" if exc_info[0] is not None else "closed"
         if exc_info[0] is not None and issubclass(exc_info[0], anyio.get_cancelled_exc_class()):
             reason = "cancelled"
-        with anyio.CancelScope(shield=True):
-            await self.close(reason)
-        return await self._outer.__aexit__(*exc_info)
+        return await _actor.leave(self._outer, lambda: self.close(reason), exc_info)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
