@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import msgspec
 
 from xai.config import LLMConfig
 from xai.events import Compacted, SessionEvent, ToolCallFinished, TurnDone
-from xai.memory import LongTermMemory
+from xai.memory import LongTermMemory, default_embedder
 from xai.messages import (
     AssistantMessage,
     Message,
@@ -149,7 +150,10 @@ async def _memory_prefix(inp: RunInput, home: Path, fixture_memory: list[str]) -
     lines = [f"- {fact}" for fact in fixture_memory]
     if inp.selected_memory_ids or inp.use_global_memory:
         directory = home / "runner" / "memory"
-        async with _memory_lock(directory), LongTermMemory(directory) as memory:
+        async with (
+            _memory_lock(directory),
+            LongTermMemory(directory, embedder=default_embedder()) as memory,
+        ):
             for fact_id in inp.selected_memory_ids:
                 fact = memory.get(fact_id)
                 if fact is not None and fact.status == "active":
@@ -158,7 +162,27 @@ async def _memory_prefix(inp: RunInput, home: Path, fixture_memory: list[str]) -
                 prefix = await memory.prefix(inp.user_inputs[0])
                 if prefix:
                     lines.append(prefix)
+    own = home / "runner" / "conversations" / inp.conversation_id / "memory"
+    if inp.save_memory == "conversation" and await anyio.Path(own / "ledger.jsonl").exists():
+        # What this conversation learned in its earlier runs.
+        async with _memory_lock(own), _open_memory(own) as memory:
+            prefix = await memory.prefix(inp.user_inputs[0])
+            if prefix:
+                lines.append(prefix)
     return "\n".join(lines)
+
+
+@asynccontextmanager
+async def _open_memory(directory: Path) -> AsyncIterator[LongTermMemory]:
+    """A memory with the configured embedder, whose endpoint client is closed afterwards."""
+    embedder = default_embedder()
+    try:
+        async with LongTermMemory(directory, embedder=embedder) as memory:
+            yield memory
+    finally:
+        aclose = getattr(embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 _memory_locks: dict[str, anyio.Lock] = {}
@@ -219,7 +243,10 @@ async def _one_session(
 
     async def remember(context: FinalizingContext) -> None:
         if memory_dir is not None and context.candidates:
-            async with _memory_lock(memory_dir), LongTermMemory(memory_dir) as memory:
+            async with (
+                _memory_lock(memory_dir),
+                LongTermMemory(memory_dir, embedder=default_embedder()) as memory,
+            ):
                 await memory.adjudicate(context.candidates, session_id=context.session_id)
 
     session.on_session_finalizing.append(remember)
