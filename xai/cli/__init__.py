@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "chat":
             from xai.cli._repl import run_chat
 
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.agent) or args.agent in (".", ".."):
+                raise ConfigurationError(
+                    f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
+                )
             directory = args.agent_dir or default_home() / "agents" / args.agent
             return anyio.run(run_chat, directory.expanduser())
     except KeyboardInterrupt:

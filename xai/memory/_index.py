@@ -101,9 +101,14 @@ class VectorIndex:
         options: dict[str, Any] = {"configuration": {"hnsw": {"space": "cosine"}}}
         if function is not None:
             options["embedding_function"] = function
-        self._collection = self._client.get_or_create_collection(
-            COLLECTION, metadata={"embedder": embedder.name}, **options
-        )
+        try:
+            self._collection = self._client.get_or_create_collection(
+                COLLECTION, metadata={"embedder": embedder.name}, **options
+            )
+        except ValueError as exc:  # chromadb: "Embedding function conflict" and the like
+            raise ConfigurationError(
+                f"the memory at {path} cannot be opened with embeddings {embedder.name!r}: {exc}"
+            ) from None
         stored = (self._collection.metadata or {}).get("embedder")
         if stored is not None and stored != embedder.name:
             raise ConfigurationError(
