@@ -135,7 +135,7 @@ async def test_every_configuration_retrieves_and_recall_is_computed(tmp_path: Pa
     index = await ConversationIndex.build(sample, embedder)
     question = sample.questions[0]
     (vector,) = await embedder.embed([question.question])
-    for config in ("vector", "vector_context", "bm25", "hybrid", "hybrid_neighbours"):
+    for config in ("vector", "vector_context", "bm25", "hybrid", "hybrid_neighbours", "fusion"):
         top = index.top(config, question.question, np.asarray(vector, dtype=np.float32), 2)
         assert len(top) == 2 and recall_at(top, question) == 1.0, config
     assert recall_at(["D2:2"], sample.questions[1]) == 0.0
