@@ -28,6 +28,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from xai import _actor
+from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._scheduler import Scheduler
@@ -160,11 +161,8 @@ class Agent:
                     f"{self.directory} holds agent {info.agent_id!r}, not {agent_id!r}"
                 )
             return info.agent_id
-        self.directory.mkdir(parents=True, exist_ok=True)
         info = _AgentInfo(agent_id=agent_id or new_id(), created_at=time.time())
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(msgspec.json.encode(info))
-        tmp.replace(path)
+        write_atomic(path, msgspec.json.encode(info))
         return info.agent_id
 
     # -- state ---------------------------------------------------------------------

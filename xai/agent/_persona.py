@@ -17,11 +17,11 @@ Session the Agent opens.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgspec
 
+from xai._files import write_atomic
 from xai.exceptions import ConfigurationError
 
 __all__ = ["Persona", "load_persona", "save_persona"]
@@ -88,10 +88,4 @@ def load_persona(path: Path) -> Persona | None:
 
 def save_persona(path: Path, persona: Persona) -> None:
     """Write atomically: a kill leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".md.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(persona.to_markdown())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, persona.to_markdown().encode("utf-8"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ import anyio
 import anyio.abc
 import msgspec
 
+from xai._files import write_atomic
 from xai.agent._clock import Clock
 from xai.agent._wakeups import Idle, OnEvent, Wakeup, WakeupState, next_time
 from xai.events import WakeupFired, WakeupSkipped
@@ -69,12 +69,7 @@ class Scheduler:
                 self._states[state.wakeup.id] = state
 
     def _save(self) -> None:
-        tmp = self._path.with_suffix(".json.tmp")
-        with tmp.open("wb") as f:
-            f.write(_encode(list(self._states.values())))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
+        write_atomic(self._path, _encode(list(self._states.values())))
 
     def register_builder(self, name: str, builder: Builder) -> None:
         """Builders are code, so they are registered by name (again after each restart)."""

@@ -82,7 +82,6 @@ async def run_demo(
                 "Set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL to tour with a real model."
             )
         provider = await stack.enter_async_context(OpenAIProvider(config))
-        known_before = _count_facts(agent_dir)
         agent = Agent(
             agent_dir,
             provider,
@@ -91,6 +90,7 @@ async def run_demo(
             config=AgentConfig(session=SessionConfig(extract_memory=True, delegation=True)),
         )
         await stack.enter_async_context(agent)
+        known_before = len(agent.memory.facts())  # memory is open: no second ledger read
         render.line(
             f"\n1. An Agent lives in {agent_dir}: persona.md, memory/ (chromadb + ledger), "
             f"sessions/ (journals). It remembers {known_before} fact(s) from earlier runs."
@@ -152,10 +152,3 @@ async def run_demo(
             f"the ledger. Run `xai demo` again: the Agent will remember."
         )
     return 0 if ok else 1
-
-
-def _count_facts(agent_dir: Path) -> int:
-    from xai.memory._ledger import Ledger
-
-    state = Ledger.replay(agent_dir / "memory" / "ledger.jsonl")
-    return sum(1 for f in state.facts.values() if f.status == "active")

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai.exceptions import JournalError
+from xai._files import read_jsonl
 from xai.logs import get_logger
 from xai.memory._types import Decision, Fact
 
@@ -48,36 +48,12 @@ class Ledger:
         state = LedgerState()
         if not path.exists():
             return state
-        raw = path.read_bytes()
-        lines = raw.split(b"\n")
-        good_end = 0
-        offset = 0
-        for number, line in enumerate(lines, start=1):
-            end = offset + len(line) + 1
-            offset = end
-            if not line.strip():
-                good_end = min(end, len(raw))
-                continue
-            try:
-                decision = _decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                if number < len(lines) - 1 or (number == len(lines) - 1 and lines[-1] != b""):
-                    raise JournalError(
-                        f"corrupt ledger record ({exc})", path=str(path), line=number
-                    ) from None
-                _log.warning("ledger.torn_tail_skipped", path=str(path), line=number)
-                break
-            good_end = min(end, len(raw))
+        for decision in read_jsonl(path, _decode, repair=True, what="ledger"):
             state.seq = max(state.seq, decision.seq)
             if decision.candidate is not None:
                 state.decided.add(decision.candidate.id)
             for fact in decision.facts:
                 state.facts[fact.id] = fact
-        if good_end < len(raw):
-            os.truncate(path, good_end)
-        elif raw and not raw.endswith(b"\n"):
-            with path.open("ab") as f:
-                f.write(b"\n")
         return state
 
     async def append(self, decision: Decision, *, sync: bool = True) -> None:
@@ -107,13 +83,4 @@ class Ledger:
         """Every decision, oldest first (for audits and tools); a torn last line is skipped."""
         if not path.exists():
             return []
-        out: list[Decision] = []
-        lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-        for number, line in enumerate(lines, start=1):
-            try:
-                out.append(_decode(line))
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                if number == len(lines):
-                    break
-                raise
-        return out
+        return read_jsonl(path, _decode, repair=False, what="ledger")

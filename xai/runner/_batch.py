@@ -10,8 +10,9 @@ from typing import Any, TextIO
 import anyio
 import msgspec
 
+from xai._files import write_atomic
 from xai.runner._input import InputError, RunInput, validate_input
-from xai.runner._run import RunReport, run_input, write_atomic
+from xai.runner._run import RunReport, run_input
 
 __all__ = ["is_batch", "load_batch", "run_batch"]
 

@@ -19,15 +19,15 @@ from typing import Any
 import anyio
 import msgspec
 
+from xai._files import write_atomic
 from xai.config import LLMConfig
-from xai.events import Compacted, SessionEvent, ToolCallFinished, TurnDone
+from xai.events import Compacted, SessionEvent
 from xai.memory import LongTermMemory, default_embedder
 from xai.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ToolMessage,
-    TurnOutcome,
     TurnStatus,
     Usage,
     UserMessage,
@@ -55,17 +55,6 @@ class RunReport(msgspec.Struct, kw_only=True):
     llm_calls: int = 0
     duration_ms: float = 0.0
     resumed: bool = False
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write so that a kill leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _append_line(path: Path, record: Any) -> None:
@@ -250,18 +239,11 @@ async def _one_session(
                 await memory.adjudicate(context.candidates, session_id=context.session_id)
 
     session.on_session_finalizing.append(remember)
-    outcomes: dict[int, TurnOutcome] = {}
-    compressions: list[dict[str, Any]] = []
-    tool_results: list[dict[str, Any]] = []
+    compressions: list[dict[str, Any]] = []  # the only thing the journal does not keep
 
     def observe(event: SessionEvent) -> None:
-        body = event.event
-        if isinstance(body, TurnDone):
-            outcomes[body.outcome.turn] = body.outcome
-        elif isinstance(body, Compacted):
-            compressions.append(msgspec.to_builtins(body))
-        elif isinstance(body, ToolCallFinished):
-            tool_results.append(msgspec.to_builtins(body.result))
+        if isinstance(event.event, Compacted):
+            compressions.append(msgspec.to_builtins(event.event))
 
     async with session:
         session.on(observe)
@@ -282,7 +264,6 @@ async def _one_session(
         "system": session.system_message(),
         "turns": turns,
         "compression_events": compressions,
-        "tool_results": tool_results,
         "usage": usage,
         "resumed_from_turn": resumed_from,
         "status": "success" if not failed else "failed",

@@ -22,6 +22,7 @@ from typing import Literal, TypeAlias
 import anyio
 import msgspec
 
+from xai._files import read_jsonl
 from xai.exceptions import JournalError
 from xai.logs import get_logger
 from xai.messages import (
@@ -176,35 +177,7 @@ def read_journal(path: Path, *, repair: bool = True) -> JournalState:
     with ``repair``, cut off the file so later appends start on a clean line; a bad line
     anywhere else raises ``JournalError`` naming the file and line.
     """
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    records: list[Record] = []
-    good_end = 0
-    offset = 0
-    for number, line in enumerate(lines, start=1):
-        end = offset + len(line) + 1
-        is_last = number == len(lines) or (number == len(lines) - 1 and lines[-1] == b"")
-        if line.strip():
-            try:
-                records.append(_decode(line))
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                if not is_last:
-                    raise JournalError(
-                        f"corrupt record ({exc})", path=str(path), line=number
-                    ) from None
-                _log.warning(
-                    "journal.torn_tail_skipped", path=str(path), line=number, bytes=len(line)
-                )
-                break
-        good_end = min(end, len(raw))
-        offset = end
-    if repair and good_end < len(raw):
-        os.truncate(path, good_end)
-    elif repair and raw and not raw.endswith(b"\n"):
-        # Killed just before the newline of a whole record: finish the line so the
-        # next append does not run into it.
-        with path.open("ab") as f:
-            f.write(b"\n")
+    records = read_jsonl(path, _decode, repair=repair, what="journal")
     if not records or not isinstance(records[0], HeaderRecord):
         raise JournalError("the journal does not start with a header", path=str(path), line=1)
     return _replay(records)
@@ -216,18 +189,7 @@ def read_records(path: Path) -> list[Record]:
     Unlike the replayed state, this keeps messages a compaction removed from
     the history: the complete record of the conversation.
     """
-    out: list[Record] = []
-    lines = path.read_bytes().split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(_decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            if number >= len(lines) - 1:
-                break
-            raise JournalError(f"corrupt record ({exc})", path=str(path), line=number) from None
-    return out
+    return read_jsonl(path, _decode, repair=False, what="journal")
 
 
 def _replay(records: list[Record]) -> JournalState:

@@ -1,0 +1,72 @@
+"""Durable files: atomic whole-file writes and append-only JSON-lines logs read back safely.
+
+Sessions' journals, the memory ledger, schedules, personas and the runner's
+artifacts all rely on the same two guarantees, kept here once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from xai.exceptions import JournalError
+from xai.logs import get_logger
+
+__all__ = ["read_jsonl", "write_atomic"]
+
+_log = get_logger(__name__)
+
+T = TypeVar("T")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write so that a kill leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path, decode: Callable[[bytes], T], *, repair: bool, what: str) -> list[T]:
+    """Every record of an append-only JSON-lines file.
+
+    A torn last line (a kill mid-write) is skipped with a ``<what>.torn_tail_skipped``
+    warning and, with ``repair``, cut off the file; a whole last record that only lacks
+    its newline gets one, so later appends start on a clean line. A bad line anywhere
+    else raises ``JournalError`` naming the file and line.
+    """
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    records: list[T] = []
+    good_end = 0
+    offset = 0
+    for number, line in enumerate(lines, start=1):
+        end = offset + len(line) + 1
+        offset = end
+        if line.strip():
+            try:
+                records.append(decode(line))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                is_last = number == len(lines) or (number == len(lines) - 1 and lines[-1] == b"")
+                if not is_last:
+                    raise JournalError(
+                        f"corrupt record ({exc})", path=str(path), line=number
+                    ) from None
+                _log.warning(
+                    f"{what}.torn_tail_skipped", path=str(path), line=number, bytes=len(line)
+                )
+                break
+        good_end = min(end, len(raw))
+    if repair and good_end < len(raw):
+        os.truncate(path, good_end)
+    elif repair and raw and not raw.endswith(b"\n"):
+        with path.open("ab") as f:
+            f.write(b"\n")
+    return records
