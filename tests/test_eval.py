@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xai.eval import ConversationIndex, load_locomo, load_longmemeval, normalise_evidence, recall_at
+from xai.eval import (
+    CONFIGS,
+    ConversationIndex,
+    load_locomo,
+    load_longmemeval,
+    normalise_evidence,
+    recall_at,
+)
+from xai.eval._retrieval import session_recall_at
 from xai.memory import local_minilm
 
 pytestmark = pytest.mark.anyio
@@ -135,9 +143,47 @@ async def test_every_configuration_retrieves_and_recall_is_computed(tmp_path: Pa
     index = await ConversationIndex.build(sample, embedder)
     question = sample.questions[0]
     (vector,) = await embedder.embed([question.question])
-    for config in ("vector", "vector_context", "bm25", "hybrid", "hybrid_neighbours", "fusion"):
+    for config in CONFIGS:
         top = index.top(config, question.question, np.asarray(vector, dtype=np.float32), 2)
         assert len(top) == 2 and recall_at(top, question) == 1.0, config
     assert recall_at(["D2:2"], sample.questions[1]) == 0.0
     assert recall_at(["D1:2"], sample.questions[1]) == 0.5
     assert recall_at(["D1:1"], sample.questions[3]) is None
+
+
+async def test_fusion_cues_follow_a_date_the_question_names(tmp_path: Path) -> None:
+    """Two sessions say nearly the same thing; the date in the question picks the session."""
+    conversation: dict[str, object] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    for n, (date, text) in enumerate(
+        [
+            ("1:00 pm on 2 March, 2023", "I went to a pottery class, so relaxing."),
+            ("1:00 pm on 20 June, 2023", "I went to a pottery class again, so relaxing."),
+        ],
+        start=1,
+    ):
+        conversation[f"session_{n}_date_time"] = date
+        conversation[f"session_{n}"] = [
+            {"speaker": "Ana", "dia_id": f"D{n}:1", "text": text},
+            {"speaker": "Ben", "dia_id": f"D{n}:2", "text": "Nice, tell me more!"},
+        ]
+    qa = [
+        {
+            "question": "What class did Ana go to in June 2023?",
+            "answer": "pottery",
+            "evidence": ["D2:1"],
+            "category": 2,
+        }
+    ]
+    path = tmp_path / "dated.json"
+    path.write_text(json.dumps([{"sample_id": "c", "conversation": conversation, "qa": qa}]))
+    (sample,) = load_locomo(path)
+    embedder = local_minilm()
+    index = await ConversationIndex.build(sample, embedder)
+    (question,) = sample.questions
+    vector = np.asarray((await embedder.embed([question.question]))[0], dtype=np.float32)
+    assert index.top("fusion_cues", question.question, vector, 1) == ["D2:1"]
+    assert session_recall_at(["D2:2"], question) == 1.0
+    assert session_recall_at(["D1:1"], question) == 0.0
+    without = await ConversationIndex.build(sample, embedder, windows=False)
+    with pytest.raises(ValueError, match="window embeddings"):
+        without.top("fusion_cues", question.question, vector, 1)
