@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             runner.add_argument("--resume", action="store_true", help="continue a crashed run")
         runner.add_argument("--fixture", help="fixture folder (replay, no model)")
+    from xai.cli._eval import add_eval_parser
+
+    add_eval_parser(sub, common)
     return parser
 
 
@@ -151,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             from xai.cli._rag import ask_command, ingest_command
 
             return ingest_command(args) if args.command == "ingest" else ask_command(args)
+        if args.command == "eval":
+            from xai.cli._eval import eval_command
+
+            return eval_command(args)
         if args.command == "chat":
             from xai.cli._repl import run_chat
 

@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from xai.exceptions import ConfigurationError
-from xai.memory import Embedder, LocalMiniLM, default_embedder
+from xai.memory import Embedder, default_embedder, token_counter
 
 __all__ = ["KnowledgeBase", "Reference", "chunk_text"]
 
@@ -36,23 +36,6 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
     document_id: str
     chunk_id: str
     score: float
-
-
-def _token_counter(embedder: Embedder) -> Callable[[str], int]:
-    if isinstance(embedder, LocalMiniLM):
-        embedder._load()
-        from tokenizers import Tokenizer
-
-        # A copy that neither truncates (the model's copy stops at 256) nor pads.
-        tokenizer = Tokenizer.from_str(embedder._tokenizer.to_str())
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-
-        def count(text: str) -> int:
-            return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-        return count
-    return lambda text: len(text) // 4 + 1
 
 
 # Sentence ends, in Latin and CJK punctuation (the full-width marks are meant).
@@ -136,7 +119,7 @@ class KnowledgeBase:
                 f"the knowledge at {self.directory} was embedded with {stored!r}, "
                 f"not {self.embedder.name!r}: re-ingest into a new directory"
             )
-        self._count = _token_counter(self.embedder)
+        self._count = token_counter(self.embedder)
 
     async def ingest(
         self, scenario_id: str, document_id: str, text: str, *, source_file: str = ""

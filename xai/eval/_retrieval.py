@@ -235,11 +235,11 @@ class ConversationIndex:
                 contextual.append(f"[{session.date}] {lines[i]}")
                 previous.append("\n".join(lines[max(0, i - 1) : i + 1]))
                 following.append("\n".join(lines[i : i + 2]))
-        texts = [*plain, *contextual, *(previous + following if windows else [])]
-        matrix = np.asarray(await embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1)
         if not plain:
             empty = np.zeros((0, 0), dtype=np.float32)
             return cls(sample, empty, empty, empty, empty)
+        texts = [*plain, *contextual, *(previous + following if windows else [])]
+        matrix = np.asarray(await embedder.embed(texts), dtype=np.float32)
         n = len(plain)
         return cls(sample, *(matrix[i * n : (i + 1) * n] for i in range(len(texts) // n)))
 

@@ -6,6 +6,7 @@ from xai.memory._embeddings import (
     OpenAIEmbedder,
     default_embedder,
     local_minilm,
+    token_counter,
 )
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._memory import LongTermMemory
@@ -34,4 +35,5 @@ __all__ = [
     "Tier",
     "default_embedder",
     "local_minilm",
+    "token_counter",
 ]

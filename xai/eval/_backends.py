@@ -1,0 +1,399 @@
+"""Memory backends under evaluation: what a conversation leaves behind, and what a question gets back.
+
+Every backend takes a sample's messages one by one (``ingest``), answers a
+question with a context and, when it ranks, the message ids behind that
+context (``retrieve``), and forgets everything between samples (``reset``):
+
+- ``null``: remembers nothing (the floor, and a test double).
+- ``full``: the whole conversation as context, no retrieval (the ceiling on
+  evidence, the most tokens).
+- ``rag``: plain turn-level vector retrieval on chromadb (the usual RAG baseline).
+- ``hybrid``: xai's retrieval configurations over the turns (``fusion_cues`` by
+  default; see ``_retrieval``).
+- ``xai``: xai's own Agent memory, as an application gets it. Each dataset session
+  becomes an Agent Session fed the turns as user input; when it closes, its L1
+  candidates are adjudicated into long-term memory (chromadb plus the ledger), and
+  questions are answered from ``LongTermMemory.search``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+import msgspec
+import numpy as np
+
+from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
+from xai.eval._retrieval import BEST, Config, ConversationIndex
+from xai.memory import Embedder
+from xai.providers import Provider
+
+__all__ = [
+    "BACKENDS",
+    "FullContext",
+    "HybridRetrieval",
+    "MemoryBackend",
+    "NullMemory",
+    "Retrieved",
+    "TurnVectorRAG",
+    "XaiAgentMemory",
+    "render_turn",
+]
+
+BACKENDS = ("xai", "rag", "hybrid", "full", "null")
+
+
+class Retrieved(msgspec.Struct, frozen=True):
+    context: str
+    """What the answering model is given ("" for nothing)."""
+    ranked: tuple[str, ...] | None = None
+    """Message ids in rank order; None when the backend does not rank."""
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """A memory system under evaluation (seed 000's ``BaseMemory``, asynchronous)."""
+
+    name: str
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None: ...
+
+    async def flush(self) -> None:
+        """Make everything ingested retrievable (build indexes, close sessions)."""
+        ...
+
+    async def retrieve(self, question: str) -> Retrieved: ...
+
+    async def reset(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+def render_turn(message: EvalMessage, session: EvalSession) -> str:
+    date = f"[{session.date}] " if session.date else ""
+    return f"{date}{message.speaker}: {message.text}"
+
+
+class _Turns:
+    """The messages of the current sample, in order, with their sessions."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[EvalMessage, EvalSession]] = []
+
+    def add(self, message: EvalMessage, session: EvalSession) -> None:
+        self.items.append((message, session))
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def sample(self) -> EvalSample:
+        sessions: dict[str, tuple[EvalSession, list[EvalMessage]]] = {}
+        for message, session in self.items:
+            sessions.setdefault(session.id, (session, []))[1].append(message)
+        return EvalSample(
+            id="current",
+            sessions=tuple(
+                msgspec.structs.replace(s, messages=tuple(ms)) for s, ms in sessions.values()
+            ),
+            questions=(),
+        )
+
+    def context(self, ids: Sequence[str]) -> str:
+        by_id = {m.id: (m, s) for m, s in self.items}
+        return "\n".join(render_turn(*by_id[i]) for i in ids if i in by_id)
+
+
+class NullMemory:
+    """Remembers nothing: every question is answered without context."""
+
+    name = "null"
+
+    def __init__(self) -> None:
+        self.ingested = 0
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        self.ingested += 1
+
+    async def flush(self) -> None:
+        return None
+
+    async def retrieve(self, question: str) -> Retrieved:
+        return Retrieved(context="")
+
+    async def reset(self) -> None:
+        self.ingested = 0
+
+    async def aclose(self) -> None:
+        return None
+
+
+class FullContext:
+    """The whole conversation, every time (no ranking, so no recall figure)."""
+
+    name = "full"
+
+    def __init__(self) -> None:
+        self._turns = _Turns()
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        self._turns.add(message, session)
+
+    async def flush(self) -> None:
+        return None
+
+    async def retrieve(self, question: str) -> Retrieved:
+        return Retrieved(context=self._turns.context([m.id for m, _ in self._turns.items]))
+
+    async def reset(self) -> None:
+        self._turns.clear()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class HybridRetrieval:
+    """xai's turn retrieval (lexical + dense + conversation cues) over the sample's turns."""
+
+    def __init__(
+        self, embedder: Embedder, *, config: Config = BEST, depth: int = 50, context_k: int = 10
+    ) -> None:
+        self.name = "hybrid" if config == BEST else f"hybrid:{config}"
+        self.embedder = embedder
+        self.config: Config = config
+        self.depth = depth
+        self.context_k = context_k
+        self._turns = _Turns()
+        self._index: ConversationIndex | None = None
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        self._turns.add(message, session)
+        self._index = None
+
+    async def flush(self) -> None:
+        if self._index is None:
+            self._index = await ConversationIndex.build(
+                self._turns.sample(), self.embedder, windows=self.config == "fusion_cues"
+            )
+
+    async def retrieve(self, question: str) -> Retrieved:
+        await self.flush()
+        assert self._index is not None
+        (vector,) = await self.embedder.embed([question])
+        ranked = self._index.top(
+            self.config, question, np.asarray(vector, dtype=np.float32), self.depth
+        )
+        return Retrieved(
+            context=self._turns.context(ranked[: self.context_k]), ranked=tuple(ranked)
+        )
+
+    async def reset(self) -> None:
+        self._turns.clear()
+        self._index = None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class TurnVectorRAG:
+    """Plain RAG: every turn embedded alone into a chromadb collection on disk, cosine top-k."""
+
+    name = "rag"
+
+    def __init__(
+        self, directory: str | Path, embedder: Embedder, *, depth: int = 50, context_k: int = 10
+    ) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        self.directory = Path(directory).expanduser()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self.depth = depth
+        self.context_k = context_k
+        self._client = chromadb.PersistentClient(
+            path=str(self.directory), settings=Settings(anonymized_telemetry=False)
+        )
+        self._collection: Any = None
+        self._turns = _Turns()
+        self._pending: list[tuple[EvalMessage, EvalSession]] = []
+
+    def _create(self) -> Any:
+        return self._client.create_collection(
+            "turns",
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"embedder": self.embedder.name},
+        )
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        self._turns.add(message, session)
+        self._pending.append((message, session))
+
+    async def flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        vectors = await self.embedder.embed([m.text for m, _ in pending])
+        if self._collection is None:
+            self._collection = await anyio.to_thread.run_sync(self._create)
+        collection = self._collection
+        for start in range(0, len(pending), 1_000):
+            chunk = pending[start : start + 1_000]
+
+            def write(
+                chunk: list[tuple[EvalMessage, EvalSession]] = chunk, at: int = start
+            ) -> None:
+                collection.add(
+                    ids=[m.id for m, _ in chunk],
+                    embeddings=[list(v) for v in vectors[at : at + len(chunk)]],
+                    documents=[m.text for m, _ in chunk],
+                    metadatas=[{"session": s.id, "speaker": m.speaker} for m, s in chunk],
+                )
+
+            await anyio.to_thread.run_sync(write)
+
+    async def retrieve(self, question: str) -> Retrieved:
+        await self.flush()
+        if self._collection is None:
+            return Retrieved(context="", ranked=())
+        (vector,) = await self.embedder.embed([question])
+        collection = self._collection
+        count = await anyio.to_thread.run_sync(collection.count)
+        n = min(self.depth, count)
+
+        def search() -> Any:
+            return collection.query(query_embeddings=[list(vector)], n_results=n, include=[])
+
+        ranked = tuple((await anyio.to_thread.run_sync(search))["ids"][0]) if n else ()
+        return Retrieved(
+            context=self._turns.context(ranked[: self.context_k]), ranked=tuple(ranked)
+        )
+
+    async def reset(self) -> None:
+        self._turns.clear()
+        self._pending.clear()
+        if self._collection is not None:
+            await anyio.to_thread.run_sync(self._client.delete_collection, "turns")
+            self._collection = None
+
+    async def aclose(self) -> None:
+        await self.reset()
+
+
+class XaiAgentMemory:
+    """xai's Agent memory: dataset sessions become Agent Sessions; their closing
+    adjudicates L1 candidates into long-term memory, which answers questions.
+
+    Each sample gets a fresh Agent directory under ``directory``. ``provider``
+    plays the model the Agent's Sessions talk to and extract candidates with (the
+    offline default is the scripted model of ``xai.eval``, which proposes each
+    turn as a candidate, verbatim). Ranked ids are the evidence of each retrieved
+    fact's candidates, in fact order.
+    """
+
+    name = "xai"
+
+    def __init__(
+        self,
+        directory: str | Path,
+        provider: Provider,
+        embedder: Embedder,
+        *,
+        use_judge: bool = False,
+        depth: int = 50,
+        context_k: int = 10,
+    ) -> None:
+        self.directory = Path(directory).expanduser()
+        self.provider = provider
+        self.embedder = embedder
+        self.use_judge = use_judge
+        self.depth = depth
+        self.context_k = context_k
+        self._samples = 0
+        self._agent: Any = None
+        self._stack: AsyncExitStack | None = None
+        self._buffer: list[tuple[EvalMessage, EvalSession]] = []
+        self._evidence: dict[str, tuple[str, ...]] | None = None
+
+    async def _start(self) -> Any:
+        from xai.agent import Agent, AgentConfig
+        from xai.memory import MemoryConfig
+        from xai.session import SessionConfig
+
+        if self._agent is not None:
+            return self._agent
+        self._samples += 1
+        directory = self.directory / f"agent-{self._samples}"
+        shutil.rmtree(directory, ignore_errors=True)
+        agent = Agent(
+            directory,
+            self.provider,
+            embedder=self.embedder,
+            config=AgentConfig(
+                session=SessionConfig(extract_memory=True, fsync="off"),
+                memory=MemoryConfig(use_judge=self.use_judge),
+                memory_tool=False,
+                sync_ledger=False,
+            ),
+        )
+        stack = AsyncExitStack()
+        await stack.enter_async_context(agent)
+        self._agent, self._stack = agent, stack
+        return agent
+
+    async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
+        if self._buffer and self._buffer[-1][1].id != session.id:
+            await self.flush()
+        self._buffer.append((message, session))
+
+    async def flush(self) -> None:
+        """Play the buffered dataset session through an Agent Session and close it."""
+        from xai.messages import UserMessage
+
+        if not self._buffer:
+            return
+        buffer, self._buffer = self._buffer, []
+        agent = await self._start()
+        session = buffer[0][1]
+        live = await agent.open_session(f"conversation of {session.date or session.id}")
+        try:
+            for message, _ in buffer:
+                date = f"[{session.date}] " if session.date else ""
+                await live.send(
+                    UserMessage(id=message.id, content=f"{date}{message.speaker}: {message.text}")
+                )
+        finally:
+            await live.close()  # finalising: the candidates are adjudicated before this returns
+        self._evidence = None
+
+    async def retrieve(self, question: str) -> Retrieved:
+        await self.flush()
+        if self._agent is None:
+            return Retrieved(context="", ranked=())
+        memory = self._agent.memory
+        if self._evidence is None:
+            self._evidence = {
+                d.candidate.id: d.candidate.evidence for d in memory.ledger() if d.candidate
+            }
+        hits = await memory.search(question, k=self.depth)
+        ranked: list[str] = []
+        for hit in hits:
+            for source in hit.fact.sources:
+                ranked.extend(e for e in self._evidence.get(source, ()) if e not in ranked)
+        context = "\n".join(hit.fact.text for hit in hits[: self.context_k])
+        return Retrieved(context=context, ranked=tuple(ranked[: self.depth]))
+
+    async def reset(self) -> None:
+        self._buffer.clear()
+        self._evidence = None
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        stack = self._stack
+        self._agent, self._stack = None, None
+        if stack is not None:
+            await stack.aclose()  # closes the Agent: its memory is flushed and closed

@@ -1,0 +1,64 @@
+"""The offline model of ``xai eval``: no LLM, but it plays every part the harness needs.
+
+- Memory extraction (the Agent backend's Sessions ask after each turn): every
+  user line of three words or more becomes a candidate, verbatim, with its id as
+  evidence. Real extraction needs a real model; this one measures the memory
+  store and its adjudication, not an extractor.
+- Answers: the context sentence sharing most words with the question (dates and
+  speakers left out): an extractive baseline, so answer F1 measures whether the
+  best line holds the answer. No context: "Not mentioned in the conversation."
+- Anything else (a Session's turn): "OK."
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from xai.eval._retrieval import tokens
+from xai.session import EXTRACTION_MARKER
+from xai.testing import Reply
+
+__all__ = ["NOT_MENTIONED", "eval_model"]
+
+NOT_MENTIONED = "Not mentioned in the conversation."
+_USER_LINE = re.compile(r"^\[([^\]]+)\] USER: (.*)$", re.MULTILINE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_LINE_HEAD = re.compile(r"^(\[[^\]]*\]\s*)?[^:\n]{1,40}:\s*")
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _extractive(content: str) -> str:
+    if not content.startswith("Context:\n"):
+        return NOT_MENTIONED
+    context, _, question = content[len("Context:\n") :].rpartition("\n\nQuestion: ")
+    wanted = set(tokens(question))
+    best, best_overlap = "", 0
+    for line in context.splitlines():
+        for sentence in _SENTENCE.split(_LINE_HEAD.sub("", line, count=1)):
+            overlap = len(wanted & set(tokens(sentence)))
+            if overlap > best_overlap:
+                best, best_overlap = sentence, overlap
+    return best.strip() or NOT_MENTIONED
+
+
+def eval_model(body: Mapping[str, Any]) -> Reply | None:
+    messages = body.get("messages") or [{}]
+    content = _text(messages[-1])
+    if content.startswith(EXTRACTION_MARKER):
+        found = [
+            {"text": said.strip(), "kind": "fact", "confidence": 0.6, "evidence": [mid]}
+            for mid, said in _USER_LINE.findall(content)
+            if len(said.split()) >= 3
+        ]
+        return Reply(text=json.dumps({"candidates": found}))
+    system = _text(messages[0]) if messages[0].get("role") == "system" else ""
+    if system.startswith("You are a helpful assistant with access to past conversation"):
+        return Reply(text=_extractive(content))
+    return Reply(text="OK.")
