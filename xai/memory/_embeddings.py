@@ -139,9 +139,12 @@ class LocalMiniLM:
         import numpy as np
 
         self._load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
+        # Texts of similar length share a batch: each batch pads to its longest text.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            batch = [texts[i] if texts[i].strip() else " " for i in chosen]
             encodings = self._tokenizer.encode_batch(batch)
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -152,7 +155,10 @@ class LocalMiniLM:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out.extend((pooled / np.clip(norms, 1e-12, None)).tolist())
+            for i, vector in zip(
+                chosen, (pooled / np.clip(norms, 1e-12, None)).tolist(), strict=True
+            ):
+                out[i] = vector
         return out
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
