@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from tests.conftest import FAST_RETRY
+from tests.test_demo import ROOT, clean_env
 from tests.test_eval import LOCOMO
-from xai.cli import main
 from xai.eval import (
     ANSWER_INSTRUCTIONS,
     EvalAgent,
@@ -31,7 +34,8 @@ from xai.eval import (
     load_records,
     run_eval,
 )
-from xai.eval._scripted import NOT_MENTIONED, eval_model
+from xai.eval._agent import NOT_MENTIONED
+from xai.eval._scripted import eval_model
 from xai.memory import Embedder, local_minilm
 from xai.providers import OpenAIProvider
 from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedProvider
@@ -277,38 +281,46 @@ async def test_a_failing_model_is_recorded_and_scores_zero(
     assert (record.error is not None and "500" in record.error) or "Server" in (record.error or "")
 
 
-def test_cli_runs_offline_and_resumes(
-    locomo_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _xai(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xai", *map(str, args)],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_cli_runs_offline_and_resumes(locomo_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    argv = [
+    argv: list[str | Path] = [
         "eval",
         "locomo",
         "--data",
-        str(locomo_file),
+        locomo_file,
         "--backend",
-        "hybrid,rag,null",
-        "--k",
-        "1,2",
+        "hybrid,rag,xai,null",
     ]
-    assert main([*argv, "--out", str(out)]) == 0
-    printed = capsys.readouterr()
-    assert "hybrid   recall @1" in printed.out and "report:" in printed.out
-    assert "1/1 samples, 4/4 questions" in printed.err
+    first = _xai(*argv, "--k", "1,2", "--out", out)
+    assert first.returncode == 0, first.stderr
+    assert "hybrid   recall @1" in first.stdout and "report:" in first.stdout
+    assert "1/1 samples, 4/4 questions" in first.stderr
     report = (out / "report.md").read_text()
-    assert "DRAGON" in report and "| `rag` |" in report
-    assert main([*argv, "--out", str(out)]) == 0
-    assert "1 resumed" in capsys.readouterr().err
-    assert main([*argv[:-2], "--k", "5", "--out", str(out)]) == 2
-    assert "other settings" in capsys.readouterr().err
-    assert main([*argv[:-4], "--backend", "nope", "--out", str(out)]) == 2
-    assert (
-        main(["eval", "locomo", "--data", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
-    )
-    assert "cannot read LoCoMo data" in capsys.readouterr().err
+    assert "DRAGON" in report and "| `rag` |" in report and "| `xai` |" in report
+    assert "verbatim extraction" in report  # what the xai backend's memory was built with
+    again = _xai(*argv, "--k", "1,2", "--out", out)
+    assert again.returncode == 0 and "1 resumed" in again.stderr
+    other = _xai(*argv, "--k", "5", "--out", out)
+    assert other.returncode == 2 and "other settings (ks differ)" in other.stderr
+    unknown = _xai(*argv[:4], "--backend", "nope", "--out", out)
+    assert unknown.returncode == 2 and "unknown nope" in unknown.stderr
+    missing = _xai("eval", "locomo", "--data", tmp_path / "missing.json", "--out", out)
+    assert missing.returncode == 2 and "cannot read LoCoMo data" in missing.stderr
 
 
-def test_cli_longmemeval_retrieval_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_longmemeval_retrieval_only(tmp_path: Path) -> None:
     data = [
         {
             "question_id": "q1",
@@ -330,8 +342,8 @@ def test_cli_longmemeval_retrieval_only(tmp_path: Path, capsys: pytest.CaptureFi
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(data))
     out = tmp_path / "out"
-    code = main(
-        [
+    done = _xai(
+        *[
             "eval",
             "longmemeval",
             "--data",
@@ -346,8 +358,94 @@ def test_cli_longmemeval_retrieval_only(tmp_path: Path, capsys: pytest.CaptureFi
             str(out),
         ]
     )
-    assert code == 0, capsys.readouterr().err
+    assert done.returncode == 0, done.stderr
     summary = msgspec.json.decode((out / "results.json").read_bytes(), type=Summary)
     (hybrid,) = summary.backends
     assert hybrid.overall.recall == {1: 100.0} and hybrid.overall.session_recall == {1: 100.0}
     assert hybrid.overall.f1 is None and summary.info.answer_model is None
+
+
+async def test_the_judge_is_told_the_truth_of_an_abstention(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider, openai_server: OpenAIWireServer
+) -> None:
+    from xai.eval import JUDGE_MARKER
+
+    def judge(body: Mapping[str, Any]) -> Reply | None:
+        content = body["messages"][-1]["content"]
+        if not content.startswith(JUDGE_MARKER):
+            return None
+        return Reply(text='{"correct": true, "reason": "same"}')
+
+    openai_server.script.reset()
+    openai_server.script.add_responder(judge)
+    openai_server.script.add_responder(eval_model)
+    summary = await run_eval(
+        load_locomo(locomo_file),
+        [NullMemory()],
+        info=_info(locomo_file, ("null",), judge_model="scripted"),
+        out=tmp_path / "out",
+        llm=scripted,
+        judge=scripted,
+    )
+    asked = [
+        b["messages"][-1]["content"]
+        for b in (r.body for r in openai_server.chat_requests())
+        if b["messages"][-1]["content"].startswith(JUDGE_MARKER)
+    ]
+    assert len(asked) == 4
+    (adversarial,) = [a for a in asked if "What did Ben adopt?" in a]
+    assert f"Gold answer: {NOT_MENTIONED}" in adversarial  # not the trap "a puppy"
+    assert summary.backends[0].overall.judge == 100.0
+
+
+async def test_rag_starts_over_after_an_interrupted_run(locomo_file: Path, tmp_path: Path) -> None:
+    (sample,) = load_locomo(locomo_file)
+    embedder = local_minilm()
+    crashed = TurnVectorRAG(tmp_path / "rag", embedder)
+    await EvalAgent(crashed, None).ingest_sample(sample)  # never reset nor closed
+    again = TurnVectorRAG(tmp_path / "rag", embedder, depth=10)
+    await EvalAgent(again, None).ingest_sample(sample)
+    found = await again.retrieve("What is the name of Ana's puppy?")
+    assert found.ranked is not None and sorted(found.ranked) == ["D1:1", "D1:2", "D2:1", "D2:2"]
+    await again.aclose()
+
+
+def test_the_scripted_extractor_keeps_whole_messages() -> None:
+    from xai.session import EXTRACTION_MARKER
+
+    rendered = (
+        f"{EXTRACTION_MARKER}\n[D1:1] USER: Ana: I moved to Porto.\nIt rains a lot there.\n"
+        "[a2] assistant: OK.\n[D1:2] USER: Ben: hi"
+    )
+    reply = eval_model({"messages": [{"role": "user", "content": rendered}]})
+    assert reply is not None
+    (candidate,) = json.loads(reply.text)["candidates"]  # "Ben: hi" is too short
+    assert candidate["text"] == "Ana: I moved to Porto.\nIt rains a lot there."
+    assert candidate["evidence"] == ["D1:1"]
+
+
+def test_a_file_of_the_wrong_shape_is_a_clear_error(tmp_path: Path) -> None:
+    from xai.eval import load_longmemeval
+    from xai.exceptions import ConfigurationError
+
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps([{"question": "no conversation here"}]))
+    with pytest.raises(ConfigurationError, match="not LoCoMo's format"):
+        load_locomo(path)
+    with pytest.raises(ConfigurationError, match="not LongMemEval's format"):
+        load_longmemeval(path)
+
+
+async def test_a_report_compares_backends_on_the_same_samples(
+    locomo_file: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([*LOCOMO, {**LOCOMO[0], "sample_id": "conv-2"}]))
+    samples = load_locomo(path)
+    out = tmp_path / "out"
+    info = _info(path, ("full",), answer_model=None)
+    await run_eval(samples, [FullContext()], info=info, out=out)
+    summary = await run_eval(
+        samples[:1], [NullMemory()], info=_info(path, ("null",), answer_model=None), out=out
+    )
+    assert {b.backend: b.samples for b in summary.backends} == {"full": 1, "null": 1}

@@ -94,11 +94,6 @@ def test_open_domain_keeps_the_gold_text_before_the_first_semicolon() -> None:
         "This is not mentioned in the conversation.",
         "NOT  MENTIONED",
         "No information available.",
-        "That detail is not available",
-        "There is no information about it",
-        "The question cannot be answered from the chats",
-        "Not answerable.",
-        "Unknown",
     ],
 )
 def test_declining_answers(prediction: str) -> None:
@@ -106,7 +101,11 @@ def test_declining_answers(prediction: str) -> None:
     assert qa_f1(prediction, "Paris", "adversarial") == 1.0
 
 
-@pytest.mark.parametrize("prediction", ["Paris", "She mentioned Paris", "", "She knows"])
+@pytest.mark.parametrize(
+    "prediction",
+    # LoCoMo's test knows two phrases only: other ways of declining score 0, as there.
+    ["Paris", "She mentioned Paris", "", "She knows", "Unknown", "That is not available"],
+)
 def test_answers_that_do_not_decline(prediction: str) -> None:
     assert not says_not_mentioned(prediction)
     assert qa_f1(prediction, "Paris", "adversarial") == 0.0
@@ -134,7 +133,7 @@ def test_exact_match() -> None:
     assert exact_match("running", "runs") == 0.0  # no stemming
     assert exact_match("", "") == 0.0
     assert exact_match("the", "a") == 0.0
-    assert exact_match("It is unknown.", "Paris", abstention=True) == 1.0
+    assert exact_match("It is not mentioned.", "Paris", abstention=True) == 1.0
     assert exact_match("Paris", "Paris", abstention=True) == 0.0
 
 

@@ -31,6 +31,7 @@ def run(script: str, *args: str, stdin: str = "") -> str:
         ("delegation.py", (), "", "[helper] assistant: (helper) Done"),
         ("many_sessions.py", ("50",), "", "50/50 sessions completed a turn"),
         ("repl.py", (), "Hi, I'm Ada\nWhat is my name?\n", "Your name is Ada."),
+        ("memory_eval.py", (), "", "hybrid      evidence recall @1 100, @3 100"),
     ],
 )
 def test_example_runs_offline(

@@ -185,7 +185,7 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             server.script.add_responder(eval_model)
             scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))
         embedder = default_embedder()
-        depth = max(ks)
+        depth = max(*ks, args.context_k)  # the context is drawn from the ranking too
         backends: list[MemoryBackend] = []
         for name in names:
             if name == "null":
@@ -233,6 +233,11 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             context_k=args.context_k,
             answer_model=answer_model,
             judge_model=config.model if args.judge else None,
+            memory_model=(
+                (config.model if model is not None else "scripted (offline, verbatim extraction)")
+                if "xai" in names
+                else None
+            ),
             embedder=embedder.name,
             started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             xai_version=__version__,

@@ -18,13 +18,16 @@ from xai.messages import SystemMessage, UserMessage
 from xai.providers import Provider
 from xai.query import Query, QueryConfig
 
-__all__ = ["ANSWER_INSTRUCTIONS", "Answer", "EvalAgent", "build_messages"]
+__all__ = ["ANSWER_INSTRUCTIONS", "NOT_MENTIONED", "Answer", "EvalAgent", "build_messages"]
+
+NOT_MENTIONED = "Not mentioned in the conversation."
+"""How an answer declines (LoCoMo's scoring looks for "not mentioned")."""
 
 ANSWER_INSTRUCTIONS = (
     "You are a helpful assistant with access to past conversation history. Answer the "
     "question based on the provided context, as briefly as you can: a short phrase, a name "
     "or a date (work dates out from the session dates shown). If the context does not say, "
-    "answer that it is not mentioned in the conversation."
+    f"answer: {NOT_MENTIONED}"
 )
 
 

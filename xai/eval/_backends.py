@@ -223,6 +223,11 @@ class TurnVectorRAG:
         self._pending: list[tuple[EvalMessage, EvalSession]] = []
 
     def _create(self) -> Any:
+        if any(
+            c == "turns" or getattr(c, "name", None) == "turns"
+            for c in self._client.list_collections()
+        ):
+            self._client.delete_collection("turns")  # left by an interrupted run
         return self._client.create_collection(
             "turns",
             configuration={"hnsw": {"space": "cosine"}},
@@ -314,6 +319,7 @@ class XaiAgentMemory:
         self.depth = depth
         self.context_k = context_k
         self._samples = 0
+        self._current: Path | None = None
         self._agent: Any = None
         self._stack: AsyncExitStack | None = None
         self._buffer: list[tuple[EvalMessage, EvalSession]] = []
@@ -327,7 +333,7 @@ class XaiAgentMemory:
         if self._agent is not None:
             return self._agent
         self._samples += 1
-        directory = self.directory / f"agent-{self._samples}"
+        directory = self._current = self.directory / f"agent-{self._samples}"
         shutil.rmtree(directory, ignore_errors=True)
         agent = Agent(
             directory,
@@ -368,29 +374,32 @@ class XaiAgentMemory:
                 )
         finally:
             await live.close()  # finalising: the candidates are adjudicated before this returns
-        self._evidence = None
+        # Which turns each candidate came from, read once here (not in a timed retrieve).
+        self._evidence = {
+            d.candidate.id: d.candidate.evidence for d in agent.memory.ledger() if d.candidate
+        }
 
     async def retrieve(self, question: str) -> Retrieved:
         await self.flush()
         if self._agent is None:
             return Retrieved(context="", ranked=())
-        memory = self._agent.memory
-        if self._evidence is None:
-            self._evidence = {
-                d.candidate.id: d.candidate.evidence for d in memory.ledger() if d.candidate
-            }
-        hits = await memory.search(question, k=self.depth)
+        hits = await self._agent.memory.search(question, k=self.depth)
+        evidence = self._evidence or {}
         ranked: list[str] = []
         for hit in hits:
             for source in hit.fact.sources:
-                ranked.extend(e for e in self._evidence.get(source, ()) if e not in ranked)
+                ranked.extend(e for e in evidence.get(source, ()) if e not in ranked)
         context = "\n".join(hit.fact.text for hit in hits[: self.context_k])
         return Retrieved(context=context, ranked=tuple(ranked[: self.depth]))
 
     async def reset(self) -> None:
+        """Close the sample's Agent and delete its directory."""
         self._buffer.clear()
         self._evidence = None
         await self.aclose()
+        if self._current is not None:
+            await anyio.to_thread.run_sync(shutil.rmtree, self._current, True)
+            self._current = None
 
     async def aclose(self) -> None:
         stack = self._stack

@@ -83,6 +83,16 @@ _LOCOMO_CATEGORIES = {
 
 
 def load_locomo(path: str | Path) -> list[EvalSample]:
+    """LoCoMo: one sample per conversation (see ``_load_locomo``)."""
+    try:
+        return _load_locomo(path)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"{path}: not LoCoMo's format (locomo10.json): {type(exc).__name__} {exc}"
+        ) from None
+
+
+def _load_locomo(path: str | Path) -> list[EvalSample]:
     """LoCoMo: one sample per conversation. Sessions come from the ``session_N`` lists
     (not the date keys, which can outnumber them); category 5 answers are abstentions."""
     try:
@@ -147,6 +157,16 @@ def load_locomo(path: str | Path) -> list[EvalSample]:
 
 
 def load_longmemeval(path: str | Path) -> list[EvalSample]:
+    """LongMemEval: one sample per question (see ``_load_longmemeval``)."""
+    try:
+        return _load_longmemeval(path)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"{path}: not LongMemEval's format: {type(exc).__name__} {exc}"
+        ) from None
+
+
+def _load_longmemeval(path: str | Path) -> list[EvalSample]:
     """LongMemEval: one sample per question, its haystack sessions as the memory.
 
     Turns with ``has_answer`` are the turn-level evidence; ``answer_session_ids``

@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.eval._agent import Answer, EvalAgent
+from xai.eval._agent import NOT_MENTIONED, Answer, EvalAgent
 from xai.eval._backends import MemoryBackend, Retrieved
 from xai.eval._datasets import EvalQuestion, EvalSample
 from xai.eval._records import QuestionRecord, RunInfo, SampleRecord
@@ -28,12 +28,24 @@ from xai.eval._retrieval import recall_at, session_recall_at
 from xai.eval._scoring import exact_match, judge_answer, score_answer
 from xai.eval._summary import Summary, summarise
 from xai.exceptions import UsageError
+from xai.logs import get_logger
 from xai.providers import Provider
 
 __all__ = ["Progress", "load_records", "run_eval"]
 
+_log = get_logger("xai.eval")
+
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_PINNED = ("dataset", "data", "ks", "context_k", "answer_model", "judge_model", "embedder")
+_PINNED = (
+    "dataset",
+    "data",
+    "ks",
+    "context_k",
+    "answer_model",
+    "judge_model",
+    "memory_model",
+    "embedder",
+)
 
 
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,11 +62,17 @@ def _record_path(out: Path, backend: str, sample: str) -> Path:
     return out / "samples" / _SAFE.sub("_", backend) / f"{_SAFE.sub('_', sample)}.json"
 
 
-def _load(path: Path) -> SampleRecord | None:
+def _load(path: Path, sample: str | None = None) -> SampleRecord | None:
     try:
-        return msgspec.json.decode(path.read_bytes(), type=SampleRecord)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None  # missing, or torn: measure the sample again
+        record = msgspec.json.decode(path.read_bytes(), type=SampleRecord)
+    except FileNotFoundError:
+        return None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        _log.warning("eval.record_unreadable", path=str(path), error=str(exc))
+        return None  # torn or foreign: measure the sample again
+    if sample is not None and record.sample != sample:
+        return None  # another sample whose id maps to the same file name
+    return record
 
 
 def _pin(out: Path, info: RunInfo) -> RunInfo:
@@ -95,15 +113,19 @@ async def run_eval(
     info = _pin(out, info)
     total_questions = sum(len(s.questions) for s in samples)
     measuring = {b.name for b in backends}
+    wanted = {s.id for s in samples}
+    # Backends measured before stay in the report, on this run's samples only.
     records: dict[str, list[SampleRecord]] = {
-        name: load_records(out, name) for name in info.backends if name not in measuring
+        name: [r for r in load_records(out, name) if r.sample in wanted]
+        for name in info.backends
+        if name not in measuring
     }
     for backend in backends:
         done_questions = skipped = 0
         kept = records.setdefault(backend.name, [])
         for index, sample in enumerate(samples):
             path = _record_path(out, backend.name, sample.id)
-            record = _load(path)
+            record = _load(path, sample.id)
             if record is None:
                 record = await _measure(
                     sample,
@@ -160,10 +182,15 @@ async def _measure(
                 context, elapsed = retrieved[i]
                 answer = await agent.answer_from(question.question, context, elapsed)
                 answers[i] = answer
-                if judge is not None and answer.error is None:
-                    verdicts[i] = await judge_answer(
-                        judge, question.question, question.answer, answer.text
-                    )
+                if judge is None:
+                    return
+                if answer.error is not None:
+                    verdicts[i] = False  # no answer is not a right answer
+                    return
+                # An abstention's gold is that nothing was said (LoCoMo's adversarial_answer
+                # is the trap, not the truth).
+                gold = NOT_MENTIONED if question.abstention else question.answer
+                verdicts[i] = await judge_answer(judge, question.question, gold, answer.text)
 
         async with anyio.create_task_group() as group:
             for i, question in enumerate(sample.questions):

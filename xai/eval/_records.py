@@ -30,7 +30,8 @@ class QuestionRecord(msgspec.Struct, frozen=True, kw_only=True):
     session_recall: dict[int, float] = msgspec.field(default_factory=dict)
     """Share of the evidence sessions that hold at least one of the top-k turns, by k."""
     context_tokens: int = 0
-    """Tokens of context given to the answering model (MiniLM's tokenizer)."""
+    """Tokens of context given to the answering model (``xai eval`` counts them with
+    MiniLM's tokenizer)."""
     retrieval_ms: float = 0.0
     prediction: str | None = None
     """The model's answer; None when answers were not asked for."""
@@ -62,6 +63,9 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     answer_model: str | None = None
     """None: retrieval only (no answers, no QA scores)."""
     judge_model: str | None = None
+    memory_model: str | None = None
+    """The model the ``xai`` backend's Sessions talked to and extracted with (None: no
+    ``xai`` backend)."""
     embedder: str = ""
     started: str = ""
     xai_version: str = ""

@@ -211,8 +211,12 @@ def _run_list(summary: Summary) -> list[str]:
         f"- Data: `{info.data}`",
         f"- Backends: {', '.join(f'`{name}`' for name in info.backends) or _DASH}",
         f"- k: {', '.join(str(k) for k in sorted(info.ks)) or _DASH}",
-        f"- Context: the top {info.context_k} turns per question (for backends that rank)",
+        f"- Context: the top {info.context_k} turns per question (facts for `xai`; "
+        "for backends that rank)",
         f"- Answer model: {answers}",
+        f"- Memory model of `xai`: `{info.memory_model}`"
+        if info.memory_model
+        else "- Memory model of `xai`: none (no `xai` backend)",
         f"- Judge: {f'`{info.judge_model}`' if info.judge_model else 'none'}",
         f"- Embedder: {f'`{info.embedder}`' if info.embedder else _DASH}",
         f"- Started: {info.started or _DASH}",

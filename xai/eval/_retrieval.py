@@ -178,10 +178,12 @@ def _z(scores: np.ndarray) -> np.ndarray:
 def _lift(scores: np.ndarray, sessions: np.ndarray, weights: dict[int, float]) -> np.ndarray:
     """Add a share of each neighbour's score, within the same session only."""
     out = scores.copy()
+    positions = np.arange(len(scores))
     for offset, weight in weights.items():
         shifted = np.roll(scores, offset)
         same = np.roll(sessions, offset) == sessions
-        out += weight * np.where(same, shifted, 0.0)
+        inside = (positions - offset >= 0) & (positions - offset < len(scores))  # no wrap-around
+        out += weight * np.where(same & inside, shifted, 0.0)
     return out
 
 
@@ -287,7 +289,11 @@ class ConversationIndex:
         scores = _lift(mixed, sessions, {-1: 0.5, 1: 0.5, -2: 0.2, 2: 0.2})
         spread = float(scores.std()) or 1.0
         lowered = question.lower()
-        named = [s for s in set(self.speakers.tolist()) if s and s.lower() in lowered]
+        named = [
+            s
+            for s in set(self.speakers.tolist())
+            if s and re.search(rf"\b{re.escape(s.lower())}\b", lowered)
+        ]
         if len(named) == 1:
             scores = scores + 0.5 * spread * (self.speakers == named[0])
         if lowered.lstrip().startswith("when"):

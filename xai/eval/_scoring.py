@@ -48,15 +48,8 @@ JUDGE_MARKER = "[xai:eval-judge]"
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _FILLER = re.compile(r"\b(?:a|an|the|and)\b")
-_NOT_MENTIONED = (
-    "not mentioned",
-    "no information available",
-    "not available",
-    "no information",
-    "cannot be answered",
-    "not answerable",
-    "unknown",
-)
+_NOT_MENTIONED = ("not mentioned", "no information available")
+"""LoCoMo's own test for category 5: only these two phrases count as declining."""
 
 # A stemmer object keeps the word being stemmed as its own state, so each thread gets its
 # own; it is created on first use because the harness may never score by F1.
@@ -101,8 +94,8 @@ def token_f1(prediction: str, answer: str) -> float:
 
 
 def says_not_mentioned(prediction: str) -> bool:
-    """Whether the prediction declines to answer (the information is not mentioned,
-    not available, unknown, ...); case and spacing do not matter."""
+    """Whether the prediction declines to answer as LoCoMo checks it ("not mentioned",
+    "no information available"); case and spacing do not matter."""
     text = " ".join(prediction.lower().split())
     return any(phrase in text for phrase in _NOT_MENTIONED)
 

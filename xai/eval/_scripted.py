@@ -17,14 +17,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from xai.eval._agent import ANSWER_INSTRUCTIONS, NOT_MENTIONED
 from xai.eval._retrieval import tokens
 from xai.session import EXTRACTION_MARKER
 from xai.testing import Reply
 
-__all__ = ["NOT_MENTIONED", "eval_model"]
+__all__ = ["eval_model"]
 
-NOT_MENTIONED = "Not mentioned in the conversation."
-_USER_LINE = re.compile(r"^\[([^\]]+)\] USER: (.*)$", re.MULTILINE)
+_HEADER = re.compile(
+    r"^\[([^\]\n]+)\] (USER|assistant|tool \S+|automated input \([^)\n]*\)): ", re.M
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _LINE_HEAD = re.compile(r"^(\[[^\]]*\]\s*)?[^:\n]{1,40}:\s*")
 
@@ -32,6 +34,17 @@ _LINE_HEAD = re.compile(r"^(\[[^\]]*\]\s*)?[^:\n]{1,40}:\s*")
 def _text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     return content if isinstance(content, str) else ""
+
+
+def _user_messages(rendered: str) -> list[tuple[str, str]]:
+    """(id, text) of each user message in an extraction request (texts may span lines)."""
+    headers = list(_HEADER.finditer(rendered))
+    out = []
+    for header, following in zip(headers, [*headers[1:], None], strict=True):
+        if header[2] == "USER":
+            end = following.start() if following is not None else len(rendered)
+            out.append((header[1], rendered[header.end() : end].strip()))
+    return out
 
 
 def _extractive(content: str) -> str:
@@ -53,12 +66,12 @@ def eval_model(body: Mapping[str, Any]) -> Reply | None:
     content = _text(messages[-1])
     if content.startswith(EXTRACTION_MARKER):
         found = [
-            {"text": said.strip(), "kind": "fact", "confidence": 0.6, "evidence": [mid]}
-            for mid, said in _USER_LINE.findall(content)
+            {"text": said, "kind": "fact", "confidence": 0.6, "evidence": [mid]}
+            for mid, said in _user_messages(content)
             if len(said.split()) >= 3
         ]
         return Reply(text=json.dumps({"candidates": found}))
     system = _text(messages[0]) if messages[0].get("role") == "system" else ""
-    if system.startswith("You are a helpful assistant with access to past conversation"):
+    if system == ANSWER_INSTRUCTIONS:
         return Reply(text=_extractive(content))
     return Reply(text="OK.")
