@@ -34,8 +34,9 @@ async def main(path: Path) -> None:
     embedder = local_minilm()
     sums: dict[str, dict[int, list[float]]] = {c: {k: [] for k in KS} for c in CONFIGS}
     by_category: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in CONFIGS}
+    by_half: dict[str, dict[int, list[float]]] = {c: defaultdict(list) for c in CONFIGS}
     questions = 0
-    for sample in samples:
+    for number, sample in enumerate(samples):
         index = await ConversationIndex.build(sample, embedder)
         asked = [q for q in sample.questions if q.evidence]
         vectors = np.asarray(await embedder.embed([q.question for q in asked]), dtype=np.float32)
@@ -49,6 +50,7 @@ async def main(path: Path) -> None:
                     sums[config][k].append(value)
                     if k == 10:
                         by_category[config][question.category].append(value)
+                        by_half[config][2 * number // len(samples)].append(value)
     figures: dict[str, float | int] = {"questions": questions}
     print(f"LoCoMo evidence recall over dialog turns, {questions} questions with evidence")
     print(f"{'config':<20}" + "".join(f"{'@' + str(k):>8}" for k in KS))
@@ -61,6 +63,12 @@ async def main(path: Path) -> None:
     print(f"\n@10 by category ({best}):")
     for category, values in sorted(by_category[best].items()):
         print(f"  {category:<12} {100 * sum(values) / len(values):5.1f}  ({len(values)} questions)")
+    print("\n@10 on each half of the conversations (the weights were chosen on all of LoCoMo):")
+    for config in ("fusion", best):
+        halves = [100 * sum(v) / len(v) for _, v in sorted(by_half[config].items())]
+        print(f"  {config:<12} " + "  ".join(f"{h:5.1f}" for h in halves))
+        for n, h in enumerate(halves):
+            figures[f"{config}_half{n + 1}_recall_at_10"] = round(h, 1)
     base = float(figures["vector_recall_at_10"]) or 1.0
     figures["best_config_at_10"] = best  # type: ignore[assignment]
     figures["best_vs_vector_recall_at_10_ratio"] = round(
