@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/sessions.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/locomo_recall.py $(if $(LOCOMO),--data $(LOCOMO))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
