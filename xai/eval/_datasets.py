@@ -7,6 +7,7 @@ the same structs. Data files are given by path; none ships with xai.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,23 +83,29 @@ _LOCOMO_CATEGORIES = {
 }
 
 
-def load_locomo(path: str | Path) -> list[EvalSample]:
-    """LoCoMo: one sample per conversation (see ``_load_locomo``)."""
-    try:
-        return _load_locomo(path)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigurationError(
-            f"{path}: not LoCoMo's format (locomo10.json): {type(exc).__name__} {exc}"
-        ) from None
-
-
-def _load_locomo(path: str | Path) -> list[EvalSample]:
-    """LoCoMo: one sample per conversation. Sessions come from the ``session_N`` lists
-    (not the date keys, which can outnumber them); category 5 answers are abstentions."""
+def _load(
+    path: str | Path, dataset: str, parse: Callable[[Any], list[EvalSample]]
+) -> list[EvalSample]:
+    """Read ``path`` as JSON and ``parse`` it; either failing is a ``ConfigurationError``."""
     try:
         data = msgspec.json.decode(Path(path).read_bytes())
     except (OSError, msgspec.DecodeError) as exc:
-        raise ConfigurationError(f"{path}: cannot read LoCoMo data ({exc})") from None
+        raise ConfigurationError(f"{path}: cannot read {dataset} data ({exc})") from None
+    try:
+        return parse(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"{path}: not {dataset}'s format: {type(exc).__name__} {exc}"
+        ) from None
+
+
+def load_locomo(path: str | Path) -> list[EvalSample]:
+    """LoCoMo: one sample per conversation. Sessions come from the ``session_N`` lists
+    (not the date keys, which can outnumber them); category 5 answers are abstentions."""
+    return _load(path, "LoCoMo", _parse_locomo)
+
+
+def _parse_locomo(data: Any) -> list[EvalSample]:
     samples: list[EvalSample] = []
     for index, raw in enumerate(data):
         conversation = raw["conversation"]
@@ -157,25 +164,15 @@ def _load_locomo(path: str | Path) -> list[EvalSample]:
 
 
 def load_longmemeval(path: str | Path) -> list[EvalSample]:
-    """LongMemEval: one sample per question (see ``_load_longmemeval``)."""
-    try:
-        return _load_longmemeval(path)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigurationError(
-            f"{path}: not LongMemEval's format: {type(exc).__name__} {exc}"
-        ) from None
-
-
-def _load_longmemeval(path: str | Path) -> list[EvalSample]:
     """LongMemEval: one sample per question, its haystack sessions as the memory.
 
     Turns with ``has_answer`` are the turn-level evidence; ``answer_session_ids``
     the session level; question ids ending in ``_abs`` are abstentions.
     """
-    try:
-        data = msgspec.json.decode(Path(path).read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise ConfigurationError(f"{path}: cannot read LongMemEval data ({exc})") from None
+    return _load(path, "LongMemEval", _parse_longmemeval)
+
+
+def _parse_longmemeval(data: Any) -> list[EvalSample]:
     samples: list[EvalSample] = []
     for raw in data:
         qid = str(raw["question_id"])
