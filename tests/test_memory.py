@@ -64,6 +64,18 @@ def test_the_offline_model_embeds_meaning() -> None:
     assert dot(tea, also_tea) > dot(tea, stocks) + 0.4
 
 
+def test_batches_sorted_by_length_keep_each_text_in_its_place() -> None:
+    """Texts are batched by length; every vector still comes back in the caller's order."""
+    from xai.memory import LocalMiniLM
+
+    model = LocalMiniLM(batch_size=2, cache_size=0)
+    texts = ["a much longer sentence about the weather in Porto today", "tea", "", "stock prices"]
+    together = model.embed_sync(texts)
+    alone = [model.embed_sync([t])[0] for t in texts]
+    for got, expected in zip(together, alone, strict=True):
+        assert max(abs(x - y) for x, y in zip(got, expected, strict=True)) < 1e-5
+
+
 async def test_add_reinforce_and_promote_across_sessions(tmp_path: Path) -> None:
     clock = Clock()
     async with LongTermMemory(
