@@ -42,7 +42,8 @@ The figures of the issue, on this machine, with the offline embedding model
    ``rules_sync`` run (main thread only: the worker threads show up as waits).
 4. Search and the memory prefix at ``--facts`` and at ``--large-facts``
    (100,000): p50/p95 of ``await memory.search(query, k=5)`` (the query's
-   embedding included), of the query embedding alone, of the index query
+   embedding and the BM25 fusion included: the nearest 40 by cosine, the best 40
+   by BM25, the cosine of the latter fetched by id), of the query embedding alone, of the index query
    with a precomputed vector (``VectorIndex.nearest``: the project's path,
    with its worker-thread hop), of the bare chromadb ``collection.query``
    without any ``where`` filter, called directly, and of ``await

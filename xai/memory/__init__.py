@@ -9,6 +9,7 @@ from xai.memory._embeddings import (
     token_counter,
 )
 from xai.memory._judge import JUDGE_MARKER
+from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
 from xai.memory._types import (
     Decision,
@@ -27,6 +28,7 @@ __all__ = [
     "Embedder",
     "Fact",
     "FactStatus",
+    "LexicalIndex",
     "LocalMiniLM",
     "LongTermMemory",
     "MemoryConfig",
@@ -34,6 +36,7 @@ __all__ = [
     "ScoredFact",
     "Tier",
     "default_embedder",
+    "lexical_tokens",
     "local_minilm",
     "token_counter",
 ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
@@ -44,8 +45,6 @@ def _minilm_function_class() -> Any:
             self._model = model if model is not None else local_minilm()
 
         def __call__(self, input: Documents) -> Embeddings:
-            import numpy as np
-
             return [np.asarray(v, dtype=np.float32) for v in self._model.embed_sync(list(input))]
 
         @staticmethod
@@ -161,6 +160,46 @@ class VectorIndex:
         ids = result["ids"][0] if result["ids"] else []
         distances = result["distances"][0] if result["distances"] else []
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    async def nearest_and(
+        self,
+        vector: Sequence[float],
+        k: int,
+        also: Sequence[str],
+        *,
+        tiers: Sequence[str] | None = None,
+    ) -> dict[str, float]:
+        """Cosine similarity of the ``k`` nearest active facts, and of the facts ``also``
+        (when indexed), in one trip to the worker thread.
+
+        The ``also`` vectors are fetched by id and compared here: an id-restricted
+        chromadb query scans the collection (72 ms at 100k facts, against 1.3 ms)."""
+        where: dict[str, Any] | None = {"tier": {"$in": list(tiers)}} if tiers else None
+        query = np.asarray(vector, dtype=np.float32)
+
+        def search() -> dict[str, float]:
+            out: dict[str, float] = {}
+            if k > 0:
+                found = self._collection.query(
+                    query_embeddings=[query.tolist()],
+                    n_results=k,
+                    where=where,
+                    include=["distances"],
+                )
+                ids = found["ids"][0] if found["ids"] else []
+                distances = found["distances"][0] if found["distances"] else []
+                out = {i: 1.0 - float(d) for i, d in zip(ids, distances, strict=True)}
+            missing = [i for i in also if i not in out]
+            if missing:
+                fetched = self._collection.get(ids=missing, include=["embeddings"])
+                if fetched["ids"]:
+                    matrix = np.asarray(fetched["embeddings"], dtype=np.float32)
+                    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+                    cosines = (matrix @ query) / np.clip(norms, 1e-12, None)
+                    out.update(zip(fetched["ids"], map(float, cosines), strict=True))
+            return out
+
+        return await anyio.to_thread.run_sync(search)
 
     async def versions(self) -> dict[str, int]:
         """Every indexed id and the fact version it holds."""

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import anyio
 import msgspec
+import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, local_minilm
 from xai.memory._index import VectorIndex
 from xai.memory._judge import ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
+from xai.memory._lexical import LexicalIndex
 from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig, ScoredFact
 from xai.messages import MemoryCandidate
 from xai.providers import Provider
@@ -62,6 +64,12 @@ def fact_id_for(candidate: MemoryCandidate) -> str:
     return f"f{candidate.id}"
 
 
+def _z(values: np.ndarray) -> np.ndarray:
+    """Scores on one scale: distance from their mean in standard deviations."""
+    spread = float(values.std()) or 1.0
+    return np.asarray((values - values.mean()) / spread)
+
+
 class LongTermMemory:
     """An Agent's L1/L2 memory under ``directory`` (``ledger.jsonl`` + ``index/``)."""
 
@@ -86,6 +94,7 @@ class LongTermMemory:
         self._index: VectorIndex | None = None
         self._lock: anyio.Lock | None = None
         self._pending: _Pending | None = None
+        self._lexical: LexicalIndex | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -156,12 +165,54 @@ class LongTermMemory:
     async def search(
         self, query: str, k: int = 5, *, tiers: Sequence[str] | None = None
     ) -> list[ScoredFact]:
-        """The ``k`` active facts closest in meaning to ``query``."""
-        (vector,) = await self.embedder.embed([query])
-        hits = await self._require_index().nearest(vector, k, tiers=tiers)
-        return [
-            ScoredFact(self._state.facts[i], score) for i, score in hits if i in self._state.facts
-        ]
+        """The ``k`` active facts that best match ``query``: by meaning (cosine similarity)
+        and by words (BM25), fused as ``MemoryConfig.lexical_weight`` says. Each hit's
+        score is its cosine similarity."""
+        index = self._require_index()
+        weight = self.config.lexical_weight
+        if weight <= 0 or k <= 0:
+            (vector,) = await self.embedder.embed([query])
+            hits = await index.nearest(vector, k, tiers=tiers)
+            return [ScoredFact(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
+        depth = max(4 * k, 40)
+        facts = self._state.facts
+        lexicon = await self._lexicon()
+        embedded: list[list[float]] = []
+
+        async def embed() -> None:
+            embedded.extend(await self.embedder.embed([query]))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(embed)
+            await anyio.lowlevel.checkpoint()  # the embedding is under way in a worker thread
+            lexical = dict(  # scored here meanwhile
+                lexicon.top(
+                    query,
+                    depth,
+                    keep=None if not tiers else (lambda i: i in facts and facts[i].tier in tiers),
+                )
+            )
+        dense = await index.nearest_and(embedded[0], depth, list(lexical), tiers=tiers)
+        ids = [i for i in dense if i in facts]
+        if not ids:
+            return []
+        cosine = np.array([dense[i] for i in ids], dtype=np.float32)
+        words = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float32)
+        fused = weight * _z(words) + (1 - weight) * _z(cosine)
+        order = np.argsort(-fused, kind="stable")[:k]
+        return [ScoredFact(facts[ids[i]], float(cosine[i])) for i in order]
+
+    async def _lexicon(self) -> LexicalIndex:
+        """The BM25 index of the active facts, built (in a worker thread) on first use."""
+        if self._lexical is None:
+            assert self._lock is not None, "the memory is not open"
+            async with self._lock:  # no write lands while the index is being built
+                if self._lexical is None:
+                    active = [
+                        (f.id, f.text) for f in self._state.facts.values() if f.status == "active"
+                    ]
+                    self._lexical = await anyio.to_thread.run_sync(LexicalIndex.of, active)
+        return self._lexical
 
     def strength(self, fact: Fact, now: float | None = None) -> float:
         """Confidence decayed by time since last seen (L2 does not decay)."""
@@ -253,6 +304,11 @@ class LongTermMemory:
             self._state.decided.add(candidate.id)
         for fact in facts:
             self._state.facts[fact.id] = fact
+            if self._lexical is not None:
+                if fact.status == "active":
+                    self._lexical.set(fact.id, fact.text)
+                else:
+                    self._lexical.discard(fact.id)
         vectors = vectors or {}
         if pending is not None:  # applied to the index when the batch ends
             pending.add(facts, vectors)

@@ -102,6 +102,9 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     prefix_candidates: int = 40
     prefix_min_relevance: float = 0.2
     """With a purpose, tentative (L1) facts less similar to it than this are left out."""
+    lexical_weight: float = 0.3
+    """``search`` ranks by this share of BM25 (words) and the rest of cosine similarity
+    (meaning), each z-normalised over the candidates; 0: by cosine alone."""
 
     def __post_init__(self) -> None:
         if not 0 < self.novel_similarity <= self.duplicate_similarity <= 1:
@@ -109,5 +112,7 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
                 "need 0 < novel_similarity <= duplicate_similarity <= 1, got "
                 f"{self.novel_similarity} and {self.duplicate_similarity}"
             )
+        if not 0 <= self.lexical_weight <= 1:
+            raise ConfigurationError(f"lexical_weight must be in [0, 1], got {self.lexical_weight}")
         if self.promote_after_sessions < 1:
             raise ConfigurationError("promote_after_sessions must be at least 1")

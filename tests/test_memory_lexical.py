@@ -1,0 +1,96 @@
+"""Search by words as well as meaning: the BM25 index and its fusion in ``search``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_memory import candidate
+from xai.exceptions import ConfigurationError
+from xai.memory import LexicalIndex, LongTermMemory, MemoryConfig, lexical_tokens
+
+pytestmark = pytest.mark.anyio
+
+
+def test_tokens_are_stemmed_without_stop_words() -> None:
+    assert lexical_tokens("The user is running to the Shops in 2023!") == [
+        "user",
+        "run",
+        "shop",
+        "2023",
+    ]
+
+
+def test_bm25_ranks_rare_words_and_follows_changes() -> None:
+    index = LexicalIndex.of(
+        [
+            ("a", "The user keeps a spare key under the blue pot."),
+            ("b", "The user likes blue."),
+            ("c", "The user owns a garden."),
+        ]
+    )
+    assert [doc for doc, _ in index.top("blue pot", 5)] == ["a", "b"]  # c shares no word
+    assert index.top("nothing matches", 5) == []
+    assert [doc for doc, _ in index.top("blue", 5, keep=lambda d: d != "b")] == ["a"]
+    index.set("b", "The user's pot is green.")  # replaced: "blue" is gone from b
+    assert [doc for doc, _ in index.top("blue", 5)] == ["a"]
+    index.discard("a")
+    index.set("d", "A blue bicycle.")  # takes a's free row
+    assert [doc for doc, _ in index.top("blue", 5)] == ["d"] and len(index) == 3
+    assert "a" not in index and "d" in index
+
+
+def test_words_in_most_facts_are_skipped() -> None:
+    index = LexicalIndex.of((f"f{n}", f"The user noted item {n}.") for n in range(200))
+    index.set("rare", "The user noted a zeppelin.")
+    assert [doc for doc, _ in index.top("user zeppelin", 5)] == ["rare"]
+    assert index.top("user", 5) == []  # in every fact: no evidence either way
+
+
+async def test_search_fuses_words_and_meaning(tmp_path: Path) -> None:
+    texts = [
+        "The user keeps the spare key under the blue pot.",
+        "The user lost a key last winter.",
+        "The user's neighbour waters the plants.",
+        "The user's house has a red door.",
+    ]
+    async with (
+        LongTermMemory(
+            tmp_path / "words", config=MemoryConfig(lexical_weight=1.0, use_judge=False)
+        ) as words,
+        LongTermMemory(
+            tmp_path / "meaning", config=MemoryConfig(lexical_weight=0.0, use_judge=False)
+        ) as meaning,
+    ):
+        for n, text in enumerate(texts):
+            for memory in (words, meaning):
+                await memory.adjudicate([candidate(text, f"s{n}")])
+        # All words, no meaning: only the facts sharing a word with the query can lead.
+        hits = await words.search("red door", k=4)
+        assert hits[0].fact.text == "The user's house has a red door."
+        # Scores stay cosine similarities, whatever the order.
+        by_meaning = {h.fact.text: h.score for h in await meaning.search("red door", k=4)}
+        assert {h.fact.text: h.score for h in hits} == pytest.approx(by_meaning, abs=1e-4)
+        # The index follows writes made after it was built.
+        await words.adjudicate([candidate("The user painted the door red again.", "s9")])
+        assert "painted" in (await words.search("painted", k=1))[0].fact.text
+        forgotten = (await words.search("red door", k=1))[0].fact
+        await words.forget(forgotten.id)
+        assert all(h.fact.id != forgotten.id for h in await words.search("red door", k=4))
+
+
+async def test_search_by_tier_filters_words_too(tmp_path: Path) -> None:
+    async with LongTermMemory(
+        tmp_path, config=MemoryConfig(promote_after_sessions=2, use_judge=False)
+    ) as memory:
+        await memory.adjudicate([candidate("The user's cat is called Miso.", "s1")])
+        await memory.adjudicate([candidate("The user's cat is called Miso.", "s2")])  # L2 now
+        await memory.adjudicate([candidate("The user's dog Miso barks.", "s3")])
+        stable = await memory.search("Miso", k=5, tiers=["L2"])
+        assert [h.fact.tier for h in stable] == ["L2"]
+
+
+def test_lexical_weight_is_a_share() -> None:
+    with pytest.raises(ConfigurationError, match="lexical_weight"):
+        MemoryConfig(lexical_weight=1.5)
