@@ -35,6 +35,7 @@ import numpy as np
 from xai.eval._datasets import EvalMessage, EvalQuestion, EvalSample
 from xai.eval._dates import question_windows, session_date
 from xai.memory import Embedder
+from xai.memory import lexical_tokens as tokens
 
 __all__ = ["BEST", "CONFIGS", "Config", "ConversationIndex", "recall_at", "session_recall_at"]
 
@@ -61,87 +62,6 @@ _TIME_WORDS = re.compile(
     re.IGNORECASE,
 )
 _DATE_WEIGHT = {"day": 2.0, "month": 1.0, "year": 0.3}
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "by",
-        "from",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "do",
-        "does",
-        "did",
-        "what",
-        "when",
-        "where",
-        "who",
-        "whom",
-        "which",
-        "why",
-        "how",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "i",
-        "you",
-        "he",
-        "she",
-        "we",
-        "they",
-        "me",
-        "him",
-        "her",
-        "us",
-        "them",
-        "my",
-        "your",
-        "his",
-        "our",
-        "their",
-    ]
-)
-
-
-_stemmer_cache: list[object] = []
-
-
-def _stemmer() -> object:
-    if not _stemmer_cache:
-        import snowballstemmer
-
-        _stemmer_cache.append(snowballstemmer.stemmer("porter"))
-    return _stemmer_cache[0]
-
-
-def tokens(text: str) -> list[str]:
-    stemmer = _stemmer()
-    return [
-        stemmer.stemWord(w)  # type: ignore[attr-defined]
-        for w in _WORD.findall(text.lower())
-        if w not in _STOP
-    ]
 
 
 class _BM25:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xai.eval._agent import ANSWER_INSTRUCTIONS, NOT_MENTIONED
-from xai.eval._retrieval import tokens
+from xai.memory import lexical_tokens as tokens
 from xai.session import EXTRACTION_MARKER
 from xai.testing import Reply
 
