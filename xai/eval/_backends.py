@@ -298,6 +298,9 @@ class XaiAgentMemory:
     offline default is the scripted model of ``xai.eval``, which proposes each
     turn as a candidate, verbatim). Ranked ids are the evidence of each retrieved
     fact's candidates, in fact order.
+
+    Use it from one task: the Agent's task group is entered on the first ingest and
+    left in ``reset()`` or ``aclose()``.
     """
 
     name = "xai"

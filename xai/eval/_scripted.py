@@ -1,8 +1,8 @@
 """The offline model of ``xai eval``: no LLM, but it plays every part the harness needs.
 
 - Memory extraction (the Agent backend's Sessions ask after each turn): every
-  user line of three words or more becomes a candidate, verbatim, with its id as
-  evidence. Real extraction needs a real model; this one measures the memory
+  user message of three words or more becomes a candidate, verbatim, with its id
+  as evidence. Real extraction needs a real model; this one measures the memory
   store and its adjudication, not an extractor.
 - Answers: the context sentence sharing most words with the question (dates and
   speakers left out): an extractive baseline, so answer F1 measures whether the
