@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.test_memory import candidate
-from xai.exceptions import ConfigurationError
-from xai.memory import LexicalIndex, LongTermMemory, MemoryConfig, lexical_tokens
+from xai.exceptions import ConfigurationError, ProviderConnectionError
+from xai.memory import (
+    Embedder,
+    LexicalIndex,
+    LongTermMemory,
+    MemoryConfig,
+    lexical_tokens,
+    local_minilm,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +102,49 @@ async def test_search_by_tier_filters_words_too(tmp_path: Path) -> None:
 def test_lexical_weight_is_a_share() -> None:
     with pytest.raises(ConfigurationError, match="lexical_weight"):
         MemoryConfig(lexical_weight=1.5)
+
+
+async def test_a_fact_retired_in_a_running_batch_is_not_found(tmp_path: Path) -> None:
+    """During an adjudication batch chromadb still holds retired facts; search must not
+    offer them (the state is the truth)."""
+    import msgspec
+
+    for weight in (0.0, 0.3):
+        async with LongTermMemory(
+            tmp_path / str(weight), config=MemoryConfig(lexical_weight=weight, use_judge=False)
+        ) as memory:
+            await memory.adjudicate([candidate("The user lives in Paris.", "s1")])
+            (fact,) = memory.facts()
+            assert (await memory.search("Paris", k=1))[0].fact.id == fact.id
+            retired = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
+            async with memory._batch():  # the index is written when the batch ends
+                await memory._write("forget", "test", [retired])
+                assert await memory.search("Paris", k=3) == []
+
+
+class _BrokenEmbedder:
+    name = "broken"
+    dimension = 384
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.broken = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.broken:
+            raise ProviderConnectionError("the embeddings endpoint is down")
+        return await self.inner.embed(texts)
+
+
+async def test_an_embedder_failure_reaches_the_caller_as_itself(tmp_path: Path) -> None:
+    embedder = _BrokenEmbedder(local_minilm())
+    async with LongTermMemory(tmp_path, embedder=embedder) as memory:
+        await memory.adjudicate([candidate("The user lives in Paris.", "s1")])
+        embedder.broken = True
+        with pytest.raises(ProviderConnectionError, match="down"):
+            await memory.search("Paris")
+
+
+def test_a_term_in_most_documents_counts_in_small_indexes_only() -> None:
+    few = LexicalIndex.of([("a", "blue sky"), ("b", "blue sea"), ("c", "green field")])
+    assert [doc for doc, _ in few.top("blue", 5)] == ["a", "b"]  # 3 documents: still scored

@@ -66,6 +66,7 @@ def fact_id_for(candidate: MemoryCandidate) -> str:
 
 def _z(values: np.ndarray) -> np.ndarray:
     """Scores on one scale: distance from their mean in standard deviations."""
+    values = np.nan_to_num(values)
     spread = float(values.std()) or 1.0
     return np.asarray((values - values.mean()) / spread)
 
@@ -108,6 +109,7 @@ class LongTermMemory:
         )
         self._ledger = Ledger(path, sync=self._sync)
         self._lock = anyio.Lock()
+        self._lexical = None  # rebuilt from this state on the next search
         await self._reconcile()
 
     async def close(self) -> None:
@@ -170,30 +172,26 @@ class LongTermMemory:
         score is its cosine similarity."""
         index = self._require_index()
         weight = self.config.lexical_weight
+        facts = self._state.facts
+
+        def wanted(fact_id: str) -> bool:
+            # The state, not chromadb, is the truth: during an adjudication batch the index
+            # still holds facts just retired (or re-tiered) until the batch ends.
+            fact = facts.get(fact_id)
+            return (
+                fact is not None and fact.status == "active" and (not tiers or fact.tier in tiers)
+            )
+
         if weight <= 0 or k <= 0:
             (vector,) = await self.embedder.embed([query])
             hits = await index.nearest(vector, k, tiers=tiers)
-            return [ScoredFact(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
+            return [ScoredFact(facts[i], s) for i, s in hits if wanted(i)]
         depth = max(4 * k, 40)
-        facts = self._state.facts
         lexicon = await self._lexicon()
-        embedded: list[list[float]] = []
-
-        async def embed() -> None:
-            embedded.extend(await self.embedder.embed([query]))
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(embed)
-            await anyio.lowlevel.checkpoint()  # the embedding is under way in a worker thread
-            lexical = dict(  # scored here meanwhile
-                lexicon.top(
-                    query,
-                    depth,
-                    keep=None if not tiers else (lambda i: i in facts and facts[i].tier in tiers),
-                )
-            )
-        dense = await index.nearest_and(embedded[0], depth, list(lexical), tiers=tiers)
-        ids = [i for i in dense if i in facts]
+        lexical = dict(lexicon.top(query, depth, keep=wanted if tiers else None))
+        (vector,) = await self.embedder.embed([query])
+        dense = await index.nearest_and(vector, depth, list(lexical), tiers=tiers)
+        ids = [i for i in dense if wanted(i)]
         if not ids:
             return []
         cosine = np.array([dense[i] for i in ids], dtype=np.float32)
@@ -203,7 +201,10 @@ class LongTermMemory:
         return [ScoredFact(facts[ids[i]], float(cosine[i])) for i in order]
 
     async def _lexicon(self) -> LexicalIndex:
-        """The BM25 index of the active facts, built (in a worker thread) on first use."""
+        """The BM25 index of the active facts, built (in a worker thread) on first use.
+
+        The build takes the memory's lock, so that no decision lands half-seen; never
+        search from code that holds it (``anyio.Lock`` is not reentrant)."""
         if self._lexical is None:
             assert self._lock is not None, "the memory is not open"
             async with self._lock:  # no write lands while the index is being built
