@@ -80,23 +80,21 @@ import io
 import json
 import os
 import pstats
-import queue
 import random
 import shutil
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
+import _common
 import anyio
 import msgspec
+from _common import Server, exit_on_sigterm
 
 from xai.config import LLMConfig
 from xai.memory import (
@@ -919,48 +917,6 @@ def child(job: Job) -> int:
 # -- orchestrating, in the parent -----------------------------------------------------------
 
 
-class Server:
-    """The OpenAI-wire test server in a subprocess of its own (as in bench/overhead.py)."""
-
-    def __init__(self, script: bytes) -> None:
-        handle, name = tempfile.mkstemp(prefix="xai-bench-", suffix=".json")
-        with os.fdopen(handle, "wb") as file:
-            file.write(script)
-        self.script_path = Path(name)
-        self.process: subprocess.Popen[str] | None = None
-
-    def start(self, timeout: float = 30.0) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "xai.testing", "serve", "--script", str(self.script_path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        stdout = self.process.stdout
-        assert stdout is not None
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
-        try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"the test server did not start within {timeout}s") from None
-        prefix = "listening on "
-        if not line.startswith(prefix):
-            raise RuntimeError(f"the test server did not start (said {line!r})")
-        return line[len(prefix) :].strip()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process is not None and self.process.stdout is not None:
-            self.process.stdout.close()
-        self.script_path.unlink(missing_ok=True)
-
-
 def judge_script() -> bytes:
     verdict = json.dumps(JUDGE_VERDICT)
     return msgspec.json.encode(
@@ -969,28 +925,8 @@ def judge_script() -> bytes:
 
 
 def run_child(job: Job, kind: type[FiguresT]) -> FiguresT:
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--job",
-        msgspec.json.encode(job).decode(),
-    ]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=3_600,
-        check=False,
-    )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        sys.stderr.write(done.stderr)
-        raise RuntimeError(f"the {job.phase} child failed (exit code {done.returncode})")
-    return msgspec.json.decode(lines[-1], type=kind)
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally that cleans up
+    args = ["--job", msgspec.json.encode(job).decode()]
+    return _common.run_child(__file__, args, kind, what=f"{job.phase} child", timeout=3_600)
 
 
 def say(line: str) -> None:
@@ -1068,7 +1004,7 @@ def show_adjudication(figures: AdjudicationFigures, round_: int | None) -> None:
 
 
 def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     root = Path(tempfile.mkdtemp(prefix="xai-bench-memory-"))
     base = root / "base"
     common = {"seed": args.seed, "samples": args.samples, "max_seconds": args.max_seconds}

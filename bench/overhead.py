@@ -27,22 +27,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import queue
 import signal
 import statistics
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
+import _common
 import anyio
 import msgspec
 import openai
+from _common import Server, exit_on_sigterm, lookup, lookup_calls
 from openai.types.chat import (
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -94,24 +89,6 @@ class Figures(msgspec.Struct, frozen=True, kw_only=True):
     wall_s: float
     cpu_ms_per_run: float
     wall_ms_per_run: float
-
-
-_tool_calls = 0
-
-
-async def lookup(city: str, unit: str, days: int, detail: bool) -> str:
-    """Look up the weather forecast for a city.
-
-    Args:
-        city: Name of the city.
-        unit: Temperature unit, "celsius" or "fahrenheit".
-        days: How many days ahead.
-        detail: Whether to include hourly detail.
-    """
-    global _tool_calls
-    _tool_calls += 1
-    level = "hourly" if detail else "daily"
-    return f"{city}: {days} days, {level} forecast in {unit}: 6, 8, 7"
 
 
 # The same schema xai derives from ``lookup``'s signature and docstring, written out for the SDK.
@@ -323,7 +300,7 @@ def check(text: str, text_chunks: int, requests: int) -> None:
 
 async def measure(variant: Variant, one_run: Callable[[], Awaitable[None]], plan: Plan) -> Figures:
     """Client CPU (this process only) and wall time of ``plan.runs`` calls of ``one_run``."""
-    calls_before = _tool_calls
+    calls_before = lookup_calls()
     gc.collect()
     runs = 0
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -334,8 +311,8 @@ async def measure(variant: Variant, one_run: Callable[[], Awaitable[None]], plan
         if runs >= MIN_RUNS and time.perf_counter() > deadline:
             break
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    if _tool_calls - calls_before != runs:
-        raise AssertionError(f"the tool ran {_tool_calls - calls_before} times in {runs} runs")
+    if lookup_calls() - calls_before != runs:
+        raise AssertionError(f"the tool ran {lookup_calls() - calls_before} times in {runs} runs")
     return Figures(
         variant=variant,
         runs=runs,
@@ -356,79 +333,14 @@ def child(variant: Variant, base_url: str, plan: Plan) -> int:
 # -- orchestrating, in the parent ------------------------------------------------------------
 
 
-class Server:
-    """The OpenAI-wire test server in a subprocess of its own."""
-
-    def __init__(self, script: bytes) -> None:
-        handle, name = tempfile.mkstemp(prefix="xai-bench-", suffix=".json")
-        with os.fdopen(handle, "wb") as file:
-            file.write(script)
-        self.script_path = Path(name)
-        self.process: subprocess.Popen[str] | None = None
-        self.base_url = ""
-
-    def start(self, timeout: float = 30.0) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "xai.testing", "serve", "--script", str(self.script_path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        stdout = self.process.stdout
-        assert stdout is not None
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
-        try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"the test server did not start within {timeout}s") from None
-        prefix = "listening on "
-        if not line.startswith(prefix):
-            raise RuntimeError(f"the test server did not start (said {line!r})")
-        self.base_url = line[len(prefix) :].strip()
-        return self.base_url
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process is not None and self.process.stdout is not None:
-            self.process.stdout.close()
-        self.script_path.unlink(missing_ok=True)
-
-
 def run_child(variant: Variant, base_url: str, plan: Plan) -> Figures:
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--variant",
-        variant,
-        "--base-url",
-        base_url,
-        "--runs",
-        str(plan.runs),
-        "--warmup",
-        str(plan.warmup),
-        "--max-seconds",
-        str(plan.max_seconds),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        sys.stderr.write(done.stderr)
-        raise RuntimeError(f"the {variant} variant failed (exit code {done.returncode})")
-    return msgspec.json.decode(lines[-1], type=Figures)
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally that stops the server
+    args = ["--variant", variant, "--base-url", base_url, "--runs", str(plan.runs)]
+    args += ["--warmup", str(plan.warmup), "--max-seconds", str(plan.max_seconds)]
+    return _common.run_child(__file__, args, Figures, what=f"{variant} variant")
 
 
 def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     server = Server(build_script())
     results: dict[Variant, list[Figures]] = {"sdk": [], "xai": []}
     try:

@@ -88,7 +88,6 @@ import argparse
 import contextlib
 import gc
 import json
-import os
 import queue
 import resource
 import shutil
@@ -105,11 +104,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, NoReturn, TypeVar
 
+import _common
 import anyio
 import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import msgspec
+from _common import Server, exit_on_sigterm, lookup, lookup_calls
 
 import xai
 from xai.events import EventsDropped, SessionEvent, TurnDone
@@ -267,24 +268,6 @@ class EventFigures(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # -- the exchange ---------------------------------------------------------------------------
-
-_tool_calls = 0
-
-
-async def lookup(city: str, unit: str, days: int, detail: bool) -> str:
-    """Look up the weather forecast for a city.
-
-    Args:
-        city: Name of the city.
-        unit: Temperature unit, "celsius" or "fahrenheit".
-        days: How many days ahead.
-        detail: Whether to include hourly detail.
-    """
-    global _tool_calls
-    _tool_calls += 1
-    level = "hourly" if detail else "daily"
-    return f"{city}: {days} days, {level} forecast in {unit}: 6, 8, 7"
-
 
 TOOLS = xai.ToolSet([lookup])
 """Built once and shared, as an application would."""
@@ -527,7 +510,7 @@ async def serve_cpu(variant: CpuVariant, plan: Plan, provider: Provider) -> None
     try:
         await turns(plan.warmup, _Totals())
         gc.collect()
-        calls0, measured = _tool_calls, 0
+        calls0, measured = lookup_calls(), 0
         print("ready", flush=True)
         while True:
             words = (await anyio.to_thread.run_sync(sys.stdin.readline)).split()
@@ -545,8 +528,10 @@ async def serve_cpu(variant: CpuVariant, plan: Plan, provider: Provider) -> None
                 events=totals.events,
             )
             print(msgspec.json.encode(report).decode(), flush=True)
-        if _tool_calls - calls0 != measured:
-            raise AssertionError(f"the tool ran {_tool_calls - calls0} times in {measured} turns")
+        if lookup_calls() - calls0 != measured:
+            raise AssertionError(
+                f"the tool ran {lookup_calls() - calls0} times in {measured} turns"
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -631,7 +616,7 @@ async def run_crowd(plan: Plan) -> CrowdFigures:
     if plan.traced:
         tracemalloc.start()
     traced0 = tracemalloc.get_traced_memory()[0] if plan.traced else 0
-    calls0 = _tool_calls
+    calls0 = lookup_calls()
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     async with anyio.create_task_group() as group:
@@ -651,7 +636,7 @@ async def run_crowd(plan: Plan) -> CrowdFigures:
     tracemalloc.stop()
     for outcome in outcomes:
         check_outcome(outcome)
-    if _tool_calls - calls0 != plan.crowd or any(s.state != "closed" for s in sessions):
+    if lookup_calls() - calls0 != plan.crowd or any(s.state != "closed" for s in sessions):
         raise AssertionError("not every Session ran its tool once and closed")
     return CrowdFigures(
         sessions=plan.crowd,
@@ -733,72 +718,16 @@ def child(kind: Child, plan: Plan) -> int:
 # -- orchestrating, in the parent ---------------------------------------------------------------
 
 
-def _child_command(kind: Child, plan: Plan) -> list[str]:
-    return [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        kind,
-        "--plan",
-        msgspec.json.encode(plan).decode(),
-    ]
+def _child_args(kind: Child, plan: Plan) -> list[str]:
+    return ["--child", kind, "--plan", msgspec.json.encode(plan).decode()]
 
 
 def run_child(kind: Child, plan: Plan, type_: type[T]) -> T:
-    command = _child_command(kind, plan)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        sys.stderr.write(done.stderr)
-        raise RuntimeError(f"the {kind} child failed (exit code {done.returncode})")
-    return msgspec.json.decode(lines[-1], type=type_)
+    return _common.run_child(__file__, _child_args(kind, plan), type_, what=f"{kind} child")
 
 
 def _median(values: Sequence[float]) -> float:
     return statistics.median(values)
-
-
-class Server:
-    """The OpenAI-wire test server in a subprocess of its own (as in ``bench/overhead.py``)."""
-
-    def __init__(self, script: Script) -> None:
-        handle, name = tempfile.mkstemp(prefix="xai-bench-sessions-", suffix=".json")
-        with os.fdopen(handle, "wb") as file:
-            file.write(msgspec.json.encode(script))
-        self.script_path = Path(name)
-        self.process: subprocess.Popen[str] | None = None
-
-    def start(self, timeout: float = 30.0) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "xai.testing", "serve", "--script", str(self.script_path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        stdout = self.process.stdout
-        assert stdout is not None
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
-        try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"the test server did not start within {timeout}s") from None
-        prefix = "listening on "
-        if not line.startswith(prefix):
-            raise RuntimeError(f"the test server did not start (said {line!r})")
-        return line[len(prefix) :].strip()
-
-    def stop(self) -> None:
-        if self.process is not None:
-            if self.process.poll() is None:
-                self.process.terminate()
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-        self.script_path.unlink(missing_ok=True)
 
 
 CHILD_TIMEOUT = 300.0
@@ -812,7 +741,7 @@ class CpuChild:
         self.variant = variant
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller of close())
         self.process = subprocess.Popen(
-            _child_command(variant, plan),
+            [sys.executable, str(Path(__file__).resolve()), *_child_args(variant, plan)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -1067,7 +996,7 @@ def http_plan(plan: Plan, base_url: str) -> Plan:
 
 
 def http_part(plan: Plan, variants: Sequence[CpuVariant], summary: dict[str, object]) -> CpuMedians:
-    server = Server(exchange_script())
+    server = Server(msgspec.json.encode(exchange_script()))
     try:
         base_url = server.start()
         child_plan = http_plan(plan, base_url)
@@ -1216,17 +1145,13 @@ def events_part(plan: Plan, summary: dict[str, object]) -> None:
     )
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally that stops the server
-
-
 def parent(
     plan: Plan,
     sections: Sequence[Section],
     http_variants: Sequence[CpuVariant],
     check_goal: bool,
 ) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     summary: dict[str, object] = {}
     met = True
     http = inproc = None

@@ -1,0 +1,112 @@
+"""What the bench scripts share: the test server in a subprocess, child processes that
+report one JSON line, SIGTERM handling, and the weather tool of the measured exchange.
+
+The scripts run as ``python bench/NAME.py``, so this folder is first on ``sys.path``
+and ``from _common import ...`` finds this module.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+__all__ = ["Server", "exit_on_sigterm", "lookup", "lookup_calls", "run_child"]
+
+T = TypeVar("T")
+
+
+class Server:
+    """The OpenAI-wire test server (``python -m xai.testing serve``) in a subprocess of its
+    own, so its CPU is not counted as the client's."""
+
+    def __init__(self, script: bytes) -> None:
+        handle, name = tempfile.mkstemp(prefix="xai-bench-", suffix=".json")
+        with os.fdopen(handle, "wb") as file:
+            file.write(script)
+        self.script_path = Path(name)
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 30.0) -> str:
+        """Start it; returns its base URL."""
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "xai.testing", "serve", "--script", str(self.script_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        stdout = self.process.stdout
+        assert stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"the test server did not start within {timeout}s") from None
+        prefix = "listening on "
+        if not line.startswith(prefix):
+            raise RuntimeError(f"the test server did not start (said {line!r})")
+        return line[len(prefix) :].strip()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        self.script_path.unlink(missing_ok=True)
+
+
+def run_child(
+    script: str, args: Sequence[str], type_: type[T], *, what: str, timeout: float = 600
+) -> T:
+    """Run ``script`` with ``args`` in a fresh interpreter; its last stdout line is ``type_``
+    as JSON. A failure shows the child's stderr and raises ``RuntimeError``."""
+    command = [sys.executable, str(Path(script).resolve()), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        sys.stderr.write(done.stderr)
+        raise RuntimeError(f"the {what} failed (exit code {done.returncode})")
+    return msgspec.json.decode(lines[-1], type=type_)
+
+
+def exit_on_sigterm(signum: int, frame: object) -> None:
+    """A SIGTERM handler: unwind through the ``finally`` blocks that stop servers and
+    delete temporary stores."""
+    raise SystemExit(128 + signum)
+
+
+_calls = [0]
+
+
+def lookup_calls() -> int:
+    """How many times ``lookup`` has run in this process (the benches check each run
+    really called the tool)."""
+    return _calls[0]
+
+
+async def lookup(city: str, unit: str, days: int, detail: bool) -> str:
+    """Look up the weather forecast for a city.
+
+    Args:
+        city: Name of the city.
+        unit: Temperature unit, "celsius" or "fahrenheit".
+        days: How many days ahead.
+        detail: Whether to include hourly detail.
+    """
+    _calls[0] += 1
+    level = "hourly" if detail else "daily"
+    return f"{city}: {days} days, {level} forecast in {unit}: 6, 8, 7"
