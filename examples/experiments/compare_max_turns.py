@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _experiment import cell, model, read_json
 
-from xai import LLMConfig, OpenAIProvider
 from xai.runner import run_input, validate_input
-from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+from xai.testing import Reply, ScriptedCall
 
 RUNNER = Path(__file__).resolve().parent.parent / "runner"  # the shipped examples/runner
 TASK = "What is the overall defect rate across all lines in the CSV file?"
@@ -78,24 +78,9 @@ def call_label(call: Mapping[str, Any]) -> str:
     return f"{call['name']} (error)"
 
 
-async def read_json(path: Path) -> Any:
-    """An artifact, read without blocking the event loop."""
-    return json.loads(await anyio.Path(path).read_text(encoding="utf-8"))
-
-
-def cell(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 async def main(outdir: Path, home: Path) -> str:
     async with AsyncExitStack() as stack:
-        config = LLMConfig.from_env()
-        if not config.is_configured:
-            server = stack.enter_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
-            config = server.llm_config()
-        provider = await stack.enter_async_context(OpenAIProvider(config))
+        provider = await model(stack, scripted_model)
         rows = [
             "| max_turns | status | turn status | rounds used | tool calls | LLM calls | answer |",
             "|---|---|---|---|---|---|---|",

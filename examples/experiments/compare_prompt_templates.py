@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _experiment import cell, model, read_json
 
-from xai import LLMConfig, OpenAIProvider
 from xai.runner import run_input, validate_input
-from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+from xai.testing import Reply, ScriptedCall
 
 RUNNER = Path(__file__).resolve().parent.parent / "runner"  # the shipped examples/runner
 QUESTION = "What is the defect rate of line B in data/qc.csv?"
@@ -79,24 +79,9 @@ def scripted_model(body: Mapping[str, Any]) -> Reply:
     return Reply(text=f"Line B's defect rate is {results[0]['percent']}% (used calculate_rate).")
 
 
-async def read_json(path: Path) -> Any:
-    """An artifact, read without blocking the event loop."""
-    return json.loads(await anyio.Path(path).read_text(encoding="utf-8"))
-
-
-def cell(text: str, limit: int = 100) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 async def main(outdir: Path, home: Path) -> str:
     async with AsyncExitStack() as stack:
-        config = LLMConfig.from_env()
-        if not config.is_configured:
-            server = stack.enter_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
-            config = server.llm_config()
-        provider = await stack.enter_async_context(OpenAIProvider(config))
+        provider = await model(stack, scripted_model)
         inp = validate_input(
             {
                 "conversation_id": "compare-templates",
@@ -120,7 +105,7 @@ async def main(outdir: Path, home: Path) -> str:
         calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or []]
         rows.append(
             f"| {name} | {result['status']} | {result['llm_calls']} "
-            f"| {', '.join(calls) or '-'} | {cell(result['answer'])} |"
+            f"| {', '.join(calls) or '-'} | {cell(result['answer'], 100)} |"
         )
     return "\n".join(rows) + "\n"
 

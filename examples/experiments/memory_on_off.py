@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _experiment import cell, model, read_json
 
-from xai import LLMConfig, OpenAIProvider
 from xai.memory import LongTermMemory
 from xai.providers import Provider
 from xai.runner import RunReport, run_input, validate_input
 from xai.session import EXTRACTION_MARKER
-from xai.testing import OpenAIWireServer, Reply
+from xai.testing import Reply
 
 LEARN = "Please remember this: our quality target is a defect rate below 2%."
 QUESTION = "Line B has a defect rate of 3.26%. Does it meet our quality target?"
@@ -70,16 +70,6 @@ def scripted_model(body: Mapping[str, Any]) -> Reply:
     return Reply(text="I can't tell: I don't know your quality target.")
 
 
-async def read_json(path: Path) -> Any:
-    """An artifact, read without blocking the event loop."""
-    return json.loads(await anyio.Path(path).read_text(encoding="utf-8"))
-
-
-def cell(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 async def run(
     name: str, fields: dict[str, Any], outdir: Path, home: Path, provider: Provider
 ) -> tuple[RunReport, bool]:
@@ -92,12 +82,7 @@ async def run(
 
 async def main(outdir: Path, home: Path) -> str:
     async with AsyncExitStack() as stack:
-        config = LLMConfig.from_env()
-        if not config.is_configured:
-            server = stack.enter_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
-            config = server.llm_config()
-        provider = await stack.enter_async_context(OpenAIProvider(config))
+        provider = await model(stack, scripted_model)
 
         learnt, learnt_loaded = await run(
             "learn", {"user_input": LEARN, "save_memory": "global"}, outdir, home, provider
