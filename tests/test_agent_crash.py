@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.crash_helpers import kill_when
 from tests.session_helpers import extraction_responder
 from tests.test_agent import echo, judge_adds
 from xai.agent import Agent
@@ -20,8 +16,6 @@ from xai.providers import OpenAIProvider
 from xai.testing import OpenAIWireServer
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 async def test_restart_restores_memory_and_resumable_sessions(
@@ -44,26 +38,4 @@ async def test_restart_restores_memory_and_resumable_sessions(
 
 
 def run_child_until_it_learned(tmp_path: Path, base_url: str) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.agent_crash_child", str(tmp_path), base_url],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "learned").exists():
-            if child.poll() is not None:
-                assert child.stderr is not None
-                raise AssertionError(child.stderr.read().decode()[-2000:])
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stderr is not None:
-            child.stderr.close()
+    kill_when("agent_crash_child", [str(tmp_path), base_url], (tmp_path / "learned").exists)

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +9,7 @@ import anyio
 import msgspec
 import pytest
 
+from tests.crash_helpers import kill_when
 from xai.memory import LongTermMemory
 from xai.messages import MemoryCandidate
 
@@ -24,8 +20,6 @@ pytestmark = pytest.mark.anyio
 def anyio_backend() -> str:
     return "asyncio"  # the kill happens in a child process; reopening once is enough
 
-
-ROOT = Path(__file__).resolve().parent.parent
 
 TEXTS = [
     ("The user lives in Lisbon.", "s1"),
@@ -52,31 +46,7 @@ def candidates() -> list[MemoryCandidate]:
 
 def run_and_kill(directory: Path, point: str, n: int) -> None:
     (directory / "candidates.json").write_bytes(msgspec.json.encode(candidates()))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.memory_crash_child", str(directory), point, str(n)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (directory / "frozen").exists():
-            if child.poll() is not None:
-                assert child.stderr is not None
-                raise AssertionError(
-                    f"the child ended early: {child.stderr.read().decode()[-2000:]}"
-                )
-            assert time.monotonic() < deadline, "the child never reached the kill point"
-            time.sleep(0.01)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stderr is not None:
-            child.stderr.close()
+    kill_when("memory_crash_child", [str(directory), point, str(n)], (directory / "frozen").exists)
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.crash_helpers import kill_when
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
 from xai.session import Session, read_journal
@@ -21,8 +18,6 @@ from xai.testing import Delay, OpenAIWireServer, Reply, ScriptedCall
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
@@ -30,30 +25,7 @@ def lines(path: Path) -> list[str]:
 
 def run_child_until(tmp_path: Path, server: OpenAIWireServer, ready: Callable[[], bool]) -> None:
     """Start the child, wait until ``ready()``, then SIGKILL it."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash_child", str(tmp_path), server.base_url],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready():
-            if child.poll() is not None:
-                assert child.stderr is not None
-                raise AssertionError(f"child exited early: {child.stderr.read().decode()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError("the child never reached the kill point")
-            time.sleep(0.01)
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if child.stderr is not None:
-            child.stderr.close()
+    kill_when("crash_child", [str(tmp_path), server.base_url], ready, timeout=60)
 
 
 async def reopen_and_continue(
