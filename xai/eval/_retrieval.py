@@ -24,9 +24,7 @@ Configurations (each reported, so a gain is measured against the plain one):
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -34,8 +32,7 @@ import numpy as np
 
 from xai.eval._datasets import EvalMessage, EvalQuestion, EvalSample
 from xai.eval._dates import question_windows, session_date
-from xai.memory import Embedder
-from xai.memory import lexical_tokens as tokens
+from xai.memory import Embedder, LexicalIndex
 
 __all__ = ["BEST", "CONFIGS", "Config", "ConversationIndex", "recall_at", "session_recall_at"]
 
@@ -62,32 +59,6 @@ _TIME_WORDS = re.compile(
     re.IGNORECASE,
 )
 _DATE_WEIGHT = {"day": 2.0, "month": 1.0, "year": 0.3}
-
-
-class _BM25:
-    def __init__(self, documents: Sequence[list[str]], k1: float = 1.2, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.docs = [Counter(d) for d in documents]
-        self.lengths = [len(d) for d in documents]
-        self.average = (sum(self.lengths) / len(self.lengths)) if self.lengths else 1.0
-        frequency: Counter[str] = Counter()
-        for doc in self.docs:
-            frequency.update(doc.keys())
-        n = len(self.docs)
-        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in frequency.items()}
-
-    def scores(self, query: list[str]) -> np.ndarray:
-        out = np.zeros(len(self.docs), dtype=np.float32)
-        for term in set(query):
-            idf = self.idf.get(term)
-            if idf is None:
-                continue
-            for i, doc in enumerate(self.docs):
-                tf = doc.get(term)
-                if tf:
-                    norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[i] / self.average)
-                    out[i] += idf * tf * (self.k1 + 1) / norm
-        return out
 
 
 def _z(scores: np.ndarray) -> np.ndarray:
@@ -132,9 +103,10 @@ class ConversationIndex:
         self.contextual = contextual
         self.with_previous = with_previous
         self.with_next = with_next
-        documents = [tokens(f"{m.speaker} {m.text}") for m in self.messages]
-        self.bm25 = _BM25(documents)
-        self.bm25_short = _BM25(documents, k1=0.9, b=0.4)
+        # Rows follow the turns' order; every term is scored, as in plain BM25.
+        documents = [(str(i), f"{m.speaker} {m.text}") for i, m in enumerate(self.messages)]
+        self.bm25 = LexicalIndex.of(documents, k1=1.2, b=0.75, skip_common=False)
+        self.bm25_short = LexicalIndex.of(documents, skip_common=False)
         self.speakers = np.array([m.speaker for m in self.messages])
         self.speaks_of_time = np.array([bool(_TIME_WORDS.search(m.text)) for m in self.messages])
         dates = {s.id: session_date(s.date) for s in sample.sessions}
@@ -170,7 +142,7 @@ class ConversationIndex:
             return np.asarray(self.plain @ vector)
         if config == "vector_context":
             return np.asarray(self.contextual @ vector)
-        lexical = self.bm25.scores(tokens(question))
+        lexical = self.bm25.scores(question)
         if config == "bm25":
             return lexical
         sessions = self.session_of
@@ -200,7 +172,7 @@ class ConversationIndex:
             raise ValueError("fusion_cues needs the window embeddings (build with windows=True)")
         sessions = self.session_of
         mixed = (
-            0.5 * _z(self.bm25_short.scores(tokens(question)))
+            0.5 * _z(self.bm25_short.scores(question))
             + 0.3 * _z(self.contextual @ vector)
             + 0.2 * _z(self.plain @ vector)
             + 0.15 * _z(self.with_previous @ vector)

@@ -106,10 +106,12 @@ def _stem(word: str) -> str:
 
 
 class LexicalIndex:
-    """BM25 over documents (facts) that come and go. ``k1`` and ``b`` suit short texts."""
+    """BM25 over documents (facts) that come and go. ``k1`` and ``b`` suit short texts;
+    ``skip_common=False`` scores every term, however common (plain BM25)."""
 
-    def __init__(self, *, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, *, k1: float = 0.9, b: float = 0.4, skip_common: bool = True) -> None:
         self.k1, self.b = k1, b
+        self.skip_common = skip_common
         self._row: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
@@ -177,26 +179,34 @@ class LexicalIndex:
             cached = self._arrays[term] = (rows, counts)
         return cached
 
-    def top(
-        self, query: str, n: int, *, keep: Callable[[str], bool] | None = None
-    ) -> list[tuple[str, float]]:
-        """The ``n`` best-scoring documents that share a word with ``query`` (and pass
-        ``keep``), best first."""
-        docs = len(self._row)
-        if not docs or n <= 0:
-            return []
-        average = self._total / docs or 1.0
+    def scores(self, query: str) -> np.ndarray:
+        """The BM25 score of every row for ``query`` (rows are given out in the order
+        documents are added, and reused after ``discard``)."""
         scores = np.zeros(len(self._ids), dtype=np.float32)
+        docs = len(self._row)
+        if not docs:
+            return scores
+        average = self._total / docs or 1.0
         for term in set(lexical_tokens(query)):
             found = self._posting(term)
             if found is None:
                 continue
             rows, counts = found
-            if 2 * len(rows) > docs >= _SKIP_FROM:
+            if self.skip_common and 2 * len(rows) > docs >= _SKIP_FROM:
                 continue  # in most facts ("user"): it weighs little and costs the most
             idf = math.log(1 + (docs - len(rows) + 0.5) / (len(rows) + 0.5))
             norm = counts + self.k1 * (1 - self.b + self.b * self._lengths[rows] / average)
             scores[rows] += idf * counts * (self.k1 + 1) / norm
+        return scores
+
+    def top(
+        self, query: str, n: int, *, keep: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` best-scoring documents that share a word with ``query`` (and pass
+        ``keep``), best first."""
+        if not self._row or n <= 0:
+            return []
+        scores = self.scores(query)
         hit = np.flatnonzero(scores)
         if keep is None and len(hit) > n:  # only the best n need ordering
             hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
@@ -211,8 +221,15 @@ class LexicalIndex:
         return out
 
     @classmethod
-    def of(cls, documents: Iterable[tuple[str, str]]) -> LexicalIndex:
-        index = cls()
+    def of(
+        cls,
+        documents: Iterable[tuple[str, str]],
+        *,
+        k1: float = 0.9,
+        b: float = 0.4,
+        skip_common: bool = True,
+    ) -> LexicalIndex:
+        index = cls(k1=k1, b=b, skip_common=skip_common)
         for doc_id, text in documents:
             index.set(doc_id, text)
         return index
