@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from xai.exceptions import UsageError
 
 if TYPE_CHECKING:
-    from xai.eval import Summary
+    from xai.eval import Progress, Summary
 
 __all__ = ["add_eval_parser", "eval_command"]
 
@@ -95,10 +95,7 @@ class _Bar:
         self.stream = stream
         self.live = stream.isatty()
 
-    def __call__(self, progress: object) -> None:
-        from xai.eval import Progress
-
-        assert isinstance(progress, Progress)
+    def __call__(self, progress: Progress) -> None:
         width = 24
         filled = width * progress.samples_done // max(1, progress.samples_total)
         resumed = f", {progress.skipped} resumed" if progress.skipped else ""

@@ -19,7 +19,7 @@ context (``retrieve``), and forgets everything between samples (``reset``):
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -83,17 +83,18 @@ class _Turns:
     """The messages of the current sample, in order, with their sessions."""
 
     def __init__(self) -> None:
-        self.items: list[tuple[EvalMessage, EvalSession]] = []
+        self.items: dict[str, tuple[EvalMessage, EvalSession]] = {}
+        """By message id, in the order they came."""
 
     def add(self, message: EvalMessage, session: EvalSession) -> None:
-        self.items.append((message, session))
+        self.items[message.id] = (message, session)
 
     def clear(self) -> None:
         self.items.clear()
 
     def sample(self) -> EvalSample:
         sessions: dict[str, tuple[EvalSession, list[EvalMessage]]] = {}
-        for message, session in self.items:
+        for message, session in self.items.values():
             sessions.setdefault(session.id, (session, []))[1].append(message)
         return EvalSample(
             id="current",
@@ -103,9 +104,8 @@ class _Turns:
             questions=(),
         )
 
-    def context(self, ids: Sequence[str]) -> str:
-        by_id = {m.id: (m, s) for m, s in self.items}
-        return "\n".join(render_turn(*by_id[i]) for i in ids if i in by_id)
+    def context(self, ids: Iterable[str]) -> str:
+        return "\n".join(render_turn(*self.items[i]) for i in ids if i in self.items)
 
 
 class NullMemory:
@@ -147,7 +147,7 @@ class FullContext:
         return None
 
     async def retrieve(self, question: str) -> Retrieved:
-        return Retrieved(context=self._turns.context([m.id for m, _ in self._turns.items]))
+        return Retrieved(context=self._turns.context(self._turns.items))
 
     async def reset(self) -> None:
         self._turns.clear()
@@ -356,10 +356,21 @@ class XaiAgentMemory:
 
     async def ingest(self, message: EvalMessage, session: EvalSession) -> None:
         if self._buffer and self._buffer[-1][1].id != session.id:
-            await self.flush()
+            await self._play()
         self._buffer.append((message, session))
 
     async def flush(self) -> None:
+        """Play what is buffered; then read, once, which turns each candidate came from
+        (from the ledger, here rather than in a timed ``retrieve``)."""
+        await self._play()
+        if self._agent is not None and self._evidence is None:
+            self._evidence = {
+                d.candidate.id: d.candidate.evidence
+                for d in self._agent.memory.ledger()
+                if d.candidate
+            }
+
+    async def _play(self) -> None:
         """Play the buffered dataset session through an Agent Session and close it."""
         from xai.messages import UserMessage
 
@@ -377,10 +388,7 @@ class XaiAgentMemory:
                 )
         finally:
             await live.close()  # finalising: the candidates are adjudicated before this returns
-        # Which turns each candidate came from, read once here (not in a timed retrieve).
-        self._evidence = {
-            d.candidate.id: d.candidate.evidence for d in agent.memory.ledger() if d.candidate
-        }
+        self._evidence = None  # the ledger has grown
 
     async def retrieve(self, question: str) -> Retrieved:
         await self.flush()
@@ -388,12 +396,11 @@ class XaiAgentMemory:
             return Retrieved(context="", ranked=())
         hits = await self._agent.memory.search(question, k=self.depth)
         evidence = self._evidence or {}
-        ranked: list[str] = []
-        for hit in hits:
-            for source in hit.fact.sources:
-                ranked.extend(e for e in evidence.get(source, ()) if e not in ranked)
+        ranked = dict.fromkeys(
+            e for hit in hits for source in hit.fact.sources for e in evidence.get(source, ())
+        )
         context = "\n".join(hit.fact.text for hit in hits[: self.context_k])
-        return Retrieved(context=context, ranked=tuple(ranked[: self.depth]))
+        return Retrieved(context=context, ranked=tuple(ranked)[: self.depth])
 
     async def reset(self) -> None:
         """Close the sample's Agent and delete its directory."""
