@@ -36,6 +36,18 @@ def _redact_processor(
     return event_dict
 
 
+def _processors(renderer: Any) -> list[Any]:
+    """Context, level, time, traceback, secrets masked, then ``renderer``."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        _redact_processor,
+        renderer,
+    ]
+
+
 def configure_logging(
     format: LogFormat = "console",
     *,
@@ -59,14 +71,7 @@ def configure_logging(
     else:  # pragma: no cover - guarded by the Literal type
         raise ConfigurationError(f"unknown log format {format!r}")
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            _redact_processor,
-            renderer,
-        ],
+        processors=_processors(renderer),
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
@@ -86,14 +91,7 @@ def _fallback_logger() -> Any:
     if _fallback is None:
         _fallback = structlog.wrap_logger(
             structlog.PrintLogger(sys.stderr),
-            processors=[
-                structlog.contextvars.merge_contextvars,
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                structlog.processors.format_exc_info,
-                _redact_processor,
-                structlog.dev.ConsoleRenderer(colors=False),
-            ],
+            processors=_processors(structlog.dev.ConsoleRenderer(colors=False)),
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
         )
     return _fallback

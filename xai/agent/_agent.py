@@ -55,6 +55,7 @@ from xai.session import (
     Subscription,
     SystemPrompt,
 )
+from xai.session._delegation import HELPER_INSTRUCTIONS
 from xai.session._journal import JOURNAL_FILE, read_journal
 from xai.session._observers import Hub
 from xai.tools import Tool, ToolSet
@@ -336,11 +337,7 @@ class Agent:
             self.provider,
             tools=self._tools,
             config=parent.config,
-            system=SystemPrompt(
-                instructions="You are a helper working on one delegated task. Do it and reply "
-                "with the result only.",
-                persona=self._persona.render(),
-            ),
+            system=SystemPrompt(instructions=HELPER_INSTRUCTIONS, persona=self._persona.render()),
             directory=self.directory / "sessions" / session_id,
             session_id=session_id,
             parent_id=parent.id,

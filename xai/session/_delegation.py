@@ -13,7 +13,12 @@ from xai.tools import Tool, ToolContext, tool
 if TYPE_CHECKING:
     from xai.session._session import Session
 
-__all__ = ["SessionContext", "delegate_tool"]
+__all__ = ["HELPER_INSTRUCTIONS", "SessionContext", "delegate_tool"]
+
+HELPER_INSTRUCTIONS = (
+    "You are a helper working on one delegated task. Do it and reply with the result only."
+)
+"""The system instructions of every delegated child Session (a Session's or an Agent's)."""
 
 _CHILD_CANCEL_GRACE = 5.0
 

@@ -52,7 +52,7 @@ from xai.providers import Provider
 from xai.query import CancelToken, Query
 from xai.session._between import compact, extract
 from xai.session._compaction import Calibration, message_chars
-from xai.session._delegation import SessionContext, delegate_tool
+from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext, delegate_tool
 from xai.session._journal import (
     JOURNAL_FILE,
     ClosedRecord,
@@ -641,11 +641,7 @@ class Session:
             self._provider,
             tools=self._base_tools,
             config=self.config,
-            system=SystemPrompt(
-                instructions="You are a helper working on one delegated task. Do it and reply "
-                "with the result only.",
-                persona=self.system.persona,
-            ),
+            system=SystemPrompt(instructions=HELPER_INSTRUCTIONS, persona=self.system.persona),
             directory=self.directory / "children" / child_id if self.directory else None,
             session_id=child_id,
             parent_id=self.id,
