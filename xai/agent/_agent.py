@@ -48,16 +48,17 @@ from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default
 from xai.messages import MemoryCandidate, Origin, UserMessage, new_id
 from xai.providers import Provider
 from xai.session import (
+    HELPER_INSTRUCTIONS,
+    JOURNAL_FILE,
     FinalizingContext,
+    Hub,
     OverflowPolicy,
     Session,
     SessionConfig,
     Subscription,
     SystemPrompt,
+    read_journal,
 )
-from xai.session._delegation import HELPER_INSTRUCTIONS
-from xai.session._journal import JOURNAL_FILE, read_journal
-from xai.session._observers import Hub
 from xai.tools import Tool, ToolSet
 
 __all__ = ["Agent", "AgentConfig"]

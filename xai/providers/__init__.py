@@ -1,6 +1,6 @@
 """Model providers: the streaming protocol and the OpenAI-compatible implementation."""
 
-from xai.providers._openai import OpenAIProvider, map_error, to_wire_messages
+from xai.providers._openai import OpenAIProvider, error_for_status, map_error, to_wire_messages
 from xai.providers._protocol import (
     FinishReason,
     Provider,
@@ -14,7 +14,7 @@ from xai.providers._protocol import (
     UsageReport,
 )
 from xai.providers._retry import RetryPolicy, parse_retry_after
-from xai.providers._wire import decode_stream
+from xai.providers._wire import decode_stream, map_finish_reason
 
 __all__ = [
     "FinishReason",
@@ -30,7 +30,9 @@ __all__ = [
     "ToolCallReady",
     "UsageReport",
     "decode_stream",
+    "error_for_status",
     "map_error",
+    "map_finish_reason",
     "parse_retry_after",
     "to_wire_messages",
 ]

@@ -37,8 +37,17 @@ from xai.query import QueryConfig
 from xai.runner._fixture import load_fixture
 from xai.runner._input import RunInput
 from xai.runner._templates import choose_template
-from xai.session import FinalizingContext, Session, SessionConfig, SystemPrompt, read_journal
-from xai.session._journal import InputRecord, MessageRecord, TurnEndRecord, read_records
+from xai.session import (
+    FinalizingContext,
+    InputRecord,
+    MessageRecord,
+    Session,
+    SessionConfig,
+    SystemPrompt,
+    TurnEndRecord,
+    read_journal,
+    read_records,
+)
 from xai.tools import ToolSet
 
 __all__ = ["RunReport", "run_input", "write_atomic"]

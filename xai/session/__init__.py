@@ -2,10 +2,20 @@
 memory candidates, finalising hooks and sub-agents."""
 
 from xai.session._compaction import COMPACTION_MARKER
-from xai.session._delegation import SessionContext
+from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext
 from xai.session._extraction import EXTRACTION_MARKER
-from xai.session._journal import FsyncPolicy, JournalState, read_journal
-from xai.session._observers import EventCallback, OverflowPolicy, Subscription
+from xai.session._journal import (
+    JOURNAL_FILE,
+    FsyncPolicy,
+    InputRecord,
+    JournalState,
+    MessageRecord,
+    Record,
+    TurnEndRecord,
+    read_journal,
+    read_records,
+)
+from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription
 from xai.session._prompt import SystemPrompt
 from xai.session._session import Session
 from xai.session._types import (
@@ -20,19 +30,27 @@ from xai.session._types import (
 __all__ = [
     "COMPACTION_MARKER",
     "EXTRACTION_MARKER",
+    "HELPER_INSTRUCTIONS",
+    "JOURNAL_FILE",
     "ChildFactory",
     "EventCallback",
     "FinalizingContext",
     "FinalizingHook",
     "FsyncPolicy",
+    "Hub",
     "InputPolicy",
+    "InputRecord",
     "JournalState",
+    "MessageRecord",
     "OverflowPolicy",
+    "Record",
     "Session",
     "SessionConfig",
     "SessionContext",
     "Subscription",
     "SystemPrompt",
+    "TurnEndRecord",
     "TurnHandle",
     "read_journal",
+    "read_records",
 ]

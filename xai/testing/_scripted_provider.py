@@ -22,10 +22,10 @@ from xai.providers import (
     ToolCallChunk,
     ToolCallReady,
     UsageReport,
+    error_for_status,
+    map_finish_reason,
     to_wire_messages,
 )
-from xai.providers._openai import error_for_status
-from xai.providers._wire import map_finish_reason
 from xai.testing._render import estimate_usage, finish_reason, pieces
 from xai.testing._script import (
     Delay,
