@@ -1,6 +1,12 @@
 """Model providers: the streaming protocol and the OpenAI-compatible implementation."""
 
-from xai.providers._openai import OpenAIProvider, error_for_status, map_error, to_wire_messages
+from xai.providers._openai import (
+    OpenAIProvider,
+    error_for_status,
+    map_error,
+    to_wire_messages,
+    to_wire_tools,
+)
 from xai.providers._protocol import (
     FinishReason,
     Provider,
@@ -35,4 +41,5 @@ __all__ = [
     "map_finish_reason",
     "parse_retry_after",
     "to_wire_messages",
+    "to_wire_tools",
 ]

@@ -41,7 +41,13 @@ from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_stream
 
-__all__ = ["OpenAIProvider", "to_wire_messages"]
+__all__ = [
+    "OpenAIProvider",
+    "error_for_status",
+    "map_error",
+    "to_wire_messages",
+    "to_wire_tools",
+]
 
 _log = get_logger(__name__)
 
@@ -85,7 +91,8 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
     return wire
 
 
-def _wire_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+def to_wire_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """Tool specs in the Chat Completions ``tools`` shape."""
     return [
         {
             "type": "function",
@@ -225,7 +232,7 @@ class OpenAIProvider:
         if self._include_usage:
             params["stream_options"] = {"include_usage": True}
         if request.tools:
-            params["tools"] = _wire_tools(request.tools)
+            params["tools"] = to_wire_tools(request.tools)
         if request.max_tokens is not None:
             params["max_tokens"] = request.max_tokens
         if request.temperature is not None:
