@@ -23,6 +23,8 @@ from xai.exceptions import (
 )
 from xai.messages import AssistantMessage, ToolCall, ToolMessage, ToolSpec, UserMessage
 from xai.providers import (
+    EMPTY_REPLY_TEXT,
+    INTERRUPTED_REPLY_TEXT,
     OpenAIProvider,
     ProviderEvent,
     ProviderRequest,
@@ -34,6 +36,7 @@ from xai.providers import (
     UsageReport,
     parse_retry_after,
 )
+from xai.query import Query
 from xai.testing import (
     Delay,
     DropConnection,
@@ -372,3 +375,49 @@ async def test_cancelling_a_stream_closes_it(
     with anyio.move_on_after(0.2):
         await collect(provider)
     assert text_of(await collect(provider)) == "next"  # the client is still usable
+
+
+@pytest.mark.parametrize(
+    "empty",
+    [
+        Reply(text=""),
+        Reply(text=" \n"),
+        Reply(thinking="only thoughts, which are never sent back"),
+        Reply(tool_calls=(ScriptedCall(name="f"),), finish_reason="length"),  # calls cut off
+    ],
+    ids=["nothing", "whitespace", "thinking-only", "calls-cut-by-length"],
+)
+async def test_an_empty_reply_is_never_sent_back_empty(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider, empty: Reply
+) -> None:
+    """A reply with no text and no tool calls is stored as it came, and sent back as a marker
+    the model can read: strict endpoints refuse an empty assistant message (the validator too)."""
+    openai_server.push(empty, Reply(text="Sorry, here it is."))
+    first = await Query(provider).run([], "hi")
+    [stored] = first.messages
+    assert isinstance(stored, AssistantMessage) and not stored.tool_calls
+    assert not stored.content.strip()
+    second = await Query(provider).run([UserMessage(content="hi"), stored], "hello?")
+    assert second.text == "Sorry, here it is."
+    sent = openai_server.chat_requests()[1].body["messages"]
+    assert sent[1] == {"role": "assistant", "content": EMPTY_REPLY_TEXT}
+
+
+async def test_interrupted_and_blank_assistant_messages_on_the_wire(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.push(Reply(text="ok"))
+    history = (
+        UserMessage(content="first"),
+        AssistantMessage(thinking="was thinking", interrupted=True),  # cancelled before any text
+        UserMessage(content="second"),
+        AssistantMessage(content="The answer is", interrupted=True),  # partial text kept
+        UserMessage(content="third"),
+        AssistantMessage(content="\n", tool_calls=(ToolCall("c1", "f", "{}"),)),
+        ToolMessage(tool_call_id="c1", tool_name="f", content="r"),
+    )
+    await collect(provider, ProviderRequest(messages=history))
+    sent = openai_server.chat_requests()[0].body["messages"]
+    assert sent[1] == {"role": "assistant", "content": INTERRUPTED_REPLY_TEXT}
+    assert sent[3] == {"role": "assistant", "content": "The answer is"}
+    assert sent[5]["content"] is None and sent[5]["tool_calls"][0]["id"] == "c1"

@@ -1,6 +1,8 @@
 """Model providers: the streaming protocol and the OpenAI-compatible implementation."""
 
 from xai.providers._openai import (
+    EMPTY_REPLY_TEXT,
+    INTERRUPTED_REPLY_TEXT,
     OpenAIProvider,
     error_for_status,
     map_error,
@@ -23,6 +25,8 @@ from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_stream, map_finish_reason
 
 __all__ = [
+    "EMPTY_REPLY_TEXT",
+    "INTERRUPTED_REPLY_TEXT",
     "FinishReason",
     "OpenAIProvider",
     "Provider",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 import httpx2
@@ -42,6 +42,8 @@ from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_stream
 
 __all__ = [
+    "EMPTY_REPLY_TEXT",
+    "INTERRUPTED_REPLY_TEXT",
     "OpenAIProvider",
     "error_for_status",
     "map_error",
@@ -62,14 +64,32 @@ _CONTEXT_MARKERS = (
 )
 
 
+EMPTY_REPLY_TEXT = "[empty reply]"
+"""Sent for a stored assistant message with no text and no tool calls."""
+INTERRUPTED_REPLY_TEXT = "[interrupted before the reply began]"
+"""Sent for an interrupted assistant message that kept no text (only thinking, say)."""
+
+
 def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
-    """Messages in the Chat Completions shape. Thinking is not sent back (providers reject it)."""
+    """Messages in the Chat Completions shape. Thinking is not sent back (providers reject it).
+
+    Every request passes through here, so this is where a history that is fine
+    to store but not to send is made sendable. An assistant message with no
+    text (or only whitespace) and no tool calls, which a model may return, is
+    refused by strict endpoints (Mistral, Anthropic-compatible ones), so it goes
+    out as ``EMPTY_REPLY_TEXT`` (``INTERRUPTED_REPLY_TEXT`` if it was cut off):
+    the model learns that its turn said nothing, and user and assistant
+    messages still alternate. Blank text beside tool calls goes out as ``null``.
+    The partial text of an interrupted message goes out as it is, as a chat
+    window shows a stopped answer; the next input says what happened.
+    """
     wire: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
             wire.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            text = message.content if message.content.strip() else None
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -79,8 +99,10 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
                     }
                     for call in message.tool_calls
                 ]
-            elif entry["content"] is None:
-                entry["content"] = ""
+            elif text is None:
+                entry["content"] = (
+                    INTERRUPTED_REPLY_TEXT if message.interrupted else EMPTY_REPLY_TEXT
+                )
             wire.append(entry)
         elif isinstance(message, ToolMessage):
             wire.append(
@@ -88,6 +110,8 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
             )
         elif isinstance(message, SystemMessage):
             wire.append({"role": "system", "content": message.content})
+        else:
+            assert_never(message)
     return wire
 
 
