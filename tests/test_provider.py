@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+import traceback
 
 import anyio
 import pytest
@@ -421,3 +422,48 @@ async def test_interrupted_and_blank_assistant_messages_on_the_wire(
     assert sent[1] == {"role": "assistant", "content": INTERRUPTED_REPLY_TEXT}
     assert sent[3] == {"role": "assistant", "content": "The answer is"}
     assert sent[5]["content"] is None and sent[5]["tool_calls"][0]["id"] == "c1"
+
+
+def exception_chain(error: BaseException) -> list[BaseException]:
+    """The error and everything reachable from it: causes, contexts, group members."""
+    seen: list[BaseException] = []
+    todo = [error]
+    while todo:
+        current = todo.pop()
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+    return seen
+
+
+def texts_of(error: BaseException) -> list[str]:
+    """Every text an exception carries: message, args, attributes (response bodies included)."""
+    out = [str(error), repr(error.args)]
+    for value in vars(error).values():
+        out.append(repr(value))
+        content = getattr(value, "content", None)  # an HTTP response: its body
+        if isinstance(content, bytes):
+            out.append(content.decode(errors="replace"))
+    return out
+
+
+async def test_a_key_echoed_by_a_401_is_nowhere_in_the_raised_error(
+    openai_server: OpenAIWireServer,
+) -> None:
+    planted = "planted-key-7f3a9c2e51d04b68"  # no sk- shape: only knowing the key can mask it
+    openai_server.api_key = "the-right-key"  # the server echoes the wrong key in its 401 body
+    provider = openai_server.provider(api_key=planted, retry=FAST_RETRY)
+    try:
+        with pytest.raises(AuthenticationError) as info:
+            await collect(provider)
+    finally:
+        await provider.aclose()
+    assert planted in openai_server.chat_requests()[0].headers["authorization"]  # it was sent
+    chain = exception_chain(info.value)
+    leaks = [type(e).__name__ for e in chain for text in texts_of(e) if planted in text]
+    assert not leaks, f"the key survives in {leaks}"
+    assert planted not in "".join(traceback.format_exception(info.value))
+    assert "Incorrect API key provided: ***" in str(info.value)

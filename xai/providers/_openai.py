@@ -272,6 +272,7 @@ class OpenAIProvider:
         attempt = 0
         while True:
             started = False
+            error: ProviderError | None = None
             try:
                 # The SDK's generic `post` with a body we built ourselves: the SDK keeps
                 # auth, base URL and typed HTTP errors, and we skip its per-request walk
@@ -297,18 +298,21 @@ class OpenAIProvider:
                 raise
             except (openai.APIError, httpx2.HTTPError) as exc:
                 error = map_error(exc, timeout=self._config.timeout)
-                if started or not error.retryable:
-                    raise error from None
-                attempt += 1
-                hint = error.retry_after if isinstance(error, RateLimitError) else None
-                delay = self._retry.delay(attempt, hint)
-                if delay is None:
-                    raise error from None
-                _log.warning(
-                    "provider.retry",
-                    attempt=attempt,
-                    delay=round(delay, 3),
-                    error=type(error).__name__,
-                    status=error.status_code,
-                )
-                await anyio.sleep(delay)
+            # Raised here, after the handler: raised inside it, even `from None`, our error
+            # would keep the SDK's as `__context__`, and a 401's message and body echo the key.
+            assert error is not None
+            if started or not error.retryable:
+                raise error
+            attempt += 1
+            hint = error.retry_after if isinstance(error, RateLimitError) else None
+            delay = self._retry.delay(attempt, hint)
+            if delay is None:
+                raise error
+            _log.warning(
+                "provider.retry",
+                attempt=attempt,
+                delay=round(delay, 3),
+                error=type(error).__name__,
+                status=error.status_code,
+            )
+            await anyio.sleep(delay)
