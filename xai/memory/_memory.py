@@ -25,7 +25,15 @@ from xai.memory._index import VectorIndex, open_index
 from xai.memory._judge import Verdict, ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
-from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig, ScoredFact
+from xai.memory._types import (
+    Decision,
+    DecisionKind,
+    Fact,
+    FactStatus,
+    MemoryConfig,
+    ScoredFact,
+    Tier,
+)
 from xai.messages import MemoryCandidate
 from xai.providers import Provider
 
@@ -183,7 +191,9 @@ class LongTermMemory:
     def get(self, fact_id: str) -> Fact | None:
         return self._state.facts.get(fact_id)
 
-    def facts(self, *, status: str | None = "active", tier: str | None = None) -> list[Fact]:
+    def facts(
+        self, *, status: FactStatus | None = "active", tier: Tier | None = None
+    ) -> list[Fact]:
         """Facts by status and tier, most recently seen first."""
         out = [
             f
