@@ -106,7 +106,7 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         )
 
 
-class _Line(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class _Line(msgspec.Struct, frozen=True, kw_only=True):
     """One decision as the ledger stores it. A line of an older ledger (a ``Decision`` with
     every fact whole) decodes as one with no ``changes``."""
 
