@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from tests.session_helpers import drain, extraction_responder
@@ -17,7 +18,7 @@ from xai.agent import Agent
 from xai.events import AgentEvent, JournalQuarantined, SessionEnded
 from xai.messages import new_id
 from xai.providers import OpenAIProvider
-from xai.session import Session, SessionConfig, Subscription, read_journal
+from xai.session import JournalState, Session, SessionConfig, Subscription, read_journal
 from xai.testing import OpenAIWireServer
 
 pytestmark = pytest.mark.anyio
@@ -154,3 +155,27 @@ async def test_each_journal_is_parsed_once_in_a_worker_thread(
         assert len(agent.sessions) == 2
     assert sorted(path for path, _ in parsed) == sorted(journals)
     assert all(off_the_loop for _, off_the_loop in parsed)
+
+
+async def test_a_session_whose_close_had_begun_is_closed_for_that_reason(
+    tmp_path: Path,
+    scripted: OpenAIWireServer,
+    provider: OpenAIProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A journal read back with ``closing`` set (its close began, its candidates were not all
+    acknowledged) is reopened and closed at once: its candidates are decided."""
+    journal = await conversation(tmp_path, provider, ["I keep bees"])
+    real = read_journal
+
+    def closing(path: Path, **options: Any) -> JournalState:
+        return msgspec.structs.replace(real(path, **options), closing="owner_shutdown")
+
+    monkeypatch.setattr("xai.agent._resume.read_journal", closing)
+    agent = Agent(tmp_path, provider)
+    events = agent.events()
+    async with agent:
+        gone = await ended(events, journal.parent.name)
+        assert gone[journal.parent.name].reason == "owner_shutdown" and agent.sessions == {}
+        assert {f.text for f in agent.memory.facts()} == said("I keep bees")
+    assert real(journal).closed == "owner_shutdown"
