@@ -19,6 +19,7 @@ import msgspec
 
 from xai.messages import (
     CloseReason,
+    DecisionKind,
     ErrorInfo,
     MemoryCandidate,
     Message,
@@ -36,6 +37,7 @@ __all__ = [
     "CandidatesProposed",
     "Compacted",
     "EventsDropped",
+    "JournalQuarantined",
     "MemoryDecided",
     "MessageCommitted",
     "QueryDone",
@@ -200,10 +202,21 @@ class SessionEnded(_AgentEventBody, frozen=True, tag="session_ended"):
 class MemoryDecided(_AgentEventBody, frozen=True, tag="memory_decision"):
     """The Agent decided what a memory candidate (or a maintenance step) changes."""
 
-    decision: str
+    decision: DecisionKind
     reason: str
     fact_ids: tuple[str, ...] = ()
     candidate_id: str | None = None
+
+
+class JournalQuarantined(_AgentEventBody, frozen=True, tag="journal_quarantined"):
+    """A Session journal could not be read when the Agent started: it was renamed to
+    ``moved_to`` (kept for inspection, never reopened) and the memory candidates of its
+    readable lines (``recovered_candidates`` of them) were decided."""
+
+    path: str
+    moved_to: str
+    error: str
+    recovered_candidates: int = 0
 
 
 class WakeupFired(_AgentEventBody, frozen=True, tag="wakeup_fired"):
@@ -222,7 +235,7 @@ class WakeupSkipped(_AgentEventBody, frozen=True, tag="wakeup_skipped"):
 
 
 AgentEventBody: TypeAlias = (
-    SessionOpened | SessionEnded | MemoryDecided | WakeupFired | WakeupSkipped
+    SessionOpened | SessionEnded | MemoryDecided | JournalQuarantined | WakeupFired | WakeupSkipped
 )
 
 

@@ -170,6 +170,8 @@ class JournalState(msgspec.Struct, kw_only=True):
     candidates: list[MemoryCandidate] = msgspec.field(default_factory=list)
     reported: set[str] = msgspec.field(default_factory=set)
     closed: CloseReason | None = None
+    closing: CloseReason | None = None
+    """Close began (for this reason) but not every candidate was acknowledged."""
 
 
 def read_journal(path: Path, *, repair: bool = True) -> JournalState:

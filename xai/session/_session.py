@@ -210,8 +210,10 @@ class Session:
         tool_deps: Any = None,
         child_factory: ChildFactory | None = None,
         depth: int = 0,
+        state: JournalState | None = None,
     ) -> Session:
-        """Rebuild a Session from its journal (history, summary, usage, candidates).
+        """Rebuild a Session from its journal (history, summary, usage, candidates);
+        ``state`` is the journal already read (``read_journal``), to not read it twice.
 
         A turn the process died in is closed when the Session starts: each tool
         call left without a result gets a synthetic "interrupted" one, so the
@@ -219,7 +221,8 @@ class Session:
         ``continue_turn()`` to let the model pick up where it stopped.
         """
         path = Path(directory)
-        state = read_journal(path / JOURNAL_FILE)
+        if state is None:
+            state = read_journal(path / JOURNAL_FILE)
         return cls(
             provider,
             tools=tools,
