@@ -139,3 +139,13 @@ async def test_a_journal_read_off_the_event_loop_reopens_a_session(tmp_path: Pat
     state = await aread_journal(tmp_path / JOURNAL_FILE)
     session = Session.reopen(tmp_path, provider_with_candidates(), state=state)
     assert len(session.candidates) == 2 and session.turns == 2
+
+
+async def test_an_acknowledgement_before_a_reopened_session_runs_is_journaled(
+    tmp_path: Path,
+) -> None:
+    await talk(tmp_path, SessionConfig(extract_memory=True), lambda context: None)
+    reopened = Session.reopen(tmp_path, provider_with_candidates())
+    first = reopened.candidates[0]
+    reopened.acknowledge_candidates([first.id])  # not running: straight to the file
+    assert first.id in read_journal(tmp_path / JOURNAL_FILE).reported

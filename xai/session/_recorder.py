@@ -110,14 +110,15 @@ class Recorder:
             self.journal = None
 
     def acknowledged(self, ids: tuple[str, ...], *, waiting: int, closed: bool) -> None:
-        """The owner took candidates ``ids`` (``waiting`` still wait). After the close the
-        record is appended to the file, with ``closed`` if it was the last wait."""
+        """The owner took candidates ``ids`` (``waiting`` still wait). While the journal is
+        not open (before the Session runs, after it closed) the record is appended to the
+        file; after a close that said ``closing``, with ``closed`` if nothing waits now."""
         record = ReportedRecord(candidate_ids=ids)
         if self.journal is not None:
             self.journal.append(record)
-        elif closed and self._exists and self.path is not None:
+        elif self._exists and self.path is not None:
             records: list[Record] = [record]
-            if self.unclosed is not None and not waiting:
+            if closed and self.unclosed is not None and not waiting:
                 records.append(ClosedRecord(reason=self.unclosed, at=now()))
                 self.unclosed = None
             append_records(self.path, *records)
