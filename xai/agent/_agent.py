@@ -20,7 +20,6 @@ order.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
-from xai.agent._resume import Damaged, LeftOver, Reopen, scan_sessions, set_aside, unacknowledged
+from xai.agent._resume import Damaged, LeftOver, Reopen, scan_sessions, set_aside
 from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
@@ -88,11 +87,34 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     event_buffer: int = 10_000
 
 
-class _Job(msgspec.Struct):
-    session_id: str
-    candidates: tuple[MemoryCandidate, ...]
-    session: Any
-    done: Any
+JOB_QUEUE = 64
+"""Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
+
+
+class _Job:
+    """Candidates of one Session for the adjudicator. ``done`` is set when the job is over
+    (``decided`` says whether its candidates were decided and acknowledged)."""
+
+    __slots__ = ("candidates", "decided", "done", "session", "session_id")
+
+    def __init__(
+        self,
+        session_id: str,
+        candidates: tuple[MemoryCandidate, ...],
+        session: Session | None,
+        done: anyio.Event | None,
+    ) -> None:
+        self.session_id = session_id
+        self.candidates = candidates
+        self.session: Session | None = session
+        self.done: anyio.Event | None = done
+        self.decided = False
+
+
+class AdjudicationStopped(RuntimeError):
+    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
+    or was cancelled), or failed, before it decided a closing Session's candidates. The
+    Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
 class _AgentInfo(msgspec.Struct, frozen=True):
@@ -290,7 +312,7 @@ class Agent:
             self._embedder_closed = False
         try:
             await self.memory.open()
-            send, receive = anyio.create_memory_object_stream[_Job](math.inf)
+            send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
             self._jobs = send
             async with anyio.create_task_group() as group:
                 self._group = group
@@ -439,7 +461,7 @@ class Agent:
             body = event.event
             self._publish(session.id, body)
             if isinstance(body, CandidatesProposed):
-                self._enqueue(session, body.candidates, None)
+                self._offer(_Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
                 self._publish(session.id, SessionEnded(reason=body.reason))
@@ -448,33 +470,54 @@ class Agent:
         return forward
 
     async def _on_finalizing(self, context: FinalizingContext) -> None:
-        """A Session is closing: its unreported candidates are decided before it goes."""
+        """A Session is closing: its unacknowledged candidates are decided before it goes.
+
+        Returns once they are decided (and acknowledged). Raises at once if the
+        adjudicator has stopped (or when it stops, or fails on them), so that the
+        Session records itself ``closing``, not closed: the candidates stay in its
+        journal for the next start. A decision that comes after the Session closed
+        acknowledges them late, which completes its close.
+        """
         if not context.candidates:
             return
         done = anyio.Event()
-        if self._enqueue(
-            self._sessions.get(context.session_id), context.candidates, done, context.session_id
-        ):
-            await done.wait()
-
-    def _enqueue(
-        self,
-        session: Session | None,
-        candidates: tuple[MemoryCandidate, ...],
-        done: anyio.Event | None,
-        session_id: str | None = None,
-    ) -> bool:
-        if self._jobs is None:
-            _log.warning("agent.candidates_after_stop", count=len(candidates))
-            return False
         job = _Job(
-            session_id=session.id if session is not None else (session_id or ""),
-            candidates=candidates,
-            session=session,
-            done=done,
+            context.session_id, context.candidates, self._sessions.get(context.session_id), done
         )
-        self._jobs.send_nowait(job)
+        if await self._enqueue(job):
+            await done.wait()  # set when decided, and when the adjudicator stops without
+        if not job.decided:
+            raise AdjudicationStopped(
+                f"agent {self.id} did not decide the {len(job.candidates)} memory candidates "
+                f"of session {context.session_id}: they wait in its journal"
+            )
+
+    async def _enqueue(self, job: _Job) -> bool:
+        """Queue ``job``, waiting while the queue is full. False once the adjudicator stopped."""
+        jobs = self._jobs
+        if jobs is None:
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
+            return False
+        try:
+            await jobs.send(job)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
+            return False
         return True
+
+    def _offer(self, job: _Job) -> None:
+        """Queue ``job`` if there is room. When there is none (the adjudicator is behind),
+        the candidates stay with their Session, unacknowledged and journaled, and its close
+        hands them over: the event forwarder never waits (it also carries ``SessionClosed``)."""
+        jobs = self._jobs
+        if jobs is None:
+            return
+        try:
+            jobs.send_nowait(job)
+        except anyio.WouldBlock:
+            _log.info("agent.adjudication_behind", session_id=job.session_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
 
     async def _resume_sessions(self) -> None:
         """Act on every journal found under ``sessions/`` (each read once, in a worker
@@ -511,9 +554,9 @@ class Agent:
             assert self._group is not None
             self._group.start_soon(session.close, retire)
             return
-        pending = unacknowledged(state)
+        pending = tuple(state.unacknowledged)
         if pending:
-            self._enqueue(session, pending, None)
+            await self._enqueue(_Job(session.id, pending, session, None))
 
     async def _decide_left_over(
         self,
@@ -559,7 +602,7 @@ class Agent:
         return _grounded_in(session.history if session is not None else (), candidate)
 
     async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[_Job]) -> None:
-        async with jobs:
+        try:
             async for job in jobs:
                 try:
                     candidates = tuple(
@@ -570,13 +613,29 @@ class Agent:
                     )
                     decisions = await self.memory.adjudicate(candidates, session_id=job.session_id)
                     if job.session is not None:
+                        # Also after the Session closed: a late acknowledgement completes
+                        # a close whose hook could not wait for it.
                         job.session.acknowledge_candidates(c.id for c in job.candidates)
+                    job.decided = True
                     self._announce(job.session_id or None, decisions)
                 except Exception:
                     _log.exception("agent.adjudication_failed", session_id=job.session_id)
                 finally:
                     if job.done is not None:
                         job.done.set()
+        finally:
+            # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
+            # stops waiting now, and sends from now on fail at once. (No await in here.)
+            while True:
+                try:
+                    job = jobs.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                if job.done is not None:
+                    job.done.set()
+            jobs.close()
+            if self._jobs is not None:
+                self._jobs.close()  # (run() closes it too when it stops normally)
 
 
 def _grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:

@@ -65,10 +65,6 @@ class Damaged(NamedTuple):
 Found: TypeAlias = Reopen | LeftOver | Damaged
 
 
-def unacknowledged(state: JournalState) -> tuple[MemoryCandidate, ...]:
-    return tuple(c for c in state.candidates if c.id not in state.reported)
-
-
 def scan_sessions(root: Path) -> list[Found]:
     """Every journal under ``root`` that needs the Agent's attention. Blocking."""
     if not root.is_dir():
@@ -85,7 +81,7 @@ def scan_sessions(root: Path) -> list[Found]:
             continue
         if state.closed is None:
             found.append(Reopen(directory, state))
-        elif pending := unacknowledged(state):
+        elif pending := tuple(state.unacknowledged):
             found.append(LeftOver(state.header.session_id, pending, tuple(state.history)))
     return found
 
