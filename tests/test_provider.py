@@ -22,6 +22,7 @@ from xai.exceptions import (
     ServerError,
     StreamError,
 )
+from xai.memory import OpenAIEmbedder
 from xai.messages import AssistantMessage, ToolCall, ToolMessage, ToolSpec, UserMessage
 from xai.providers import (
     EMPTY_REPLY_TEXT,
@@ -467,3 +468,22 @@ async def test_a_key_echoed_by_a_401_is_nowhere_in_the_raised_error(
     assert not leaks, f"the key survives in {leaks}"
     assert planted not in "".join(traceback.format_exception(info.value))
     assert "Incorrect API key provided: ***" in str(info.value)
+
+
+async def test_a_key_echoed_by_a_401_is_nowhere_in_an_embedding_error(
+    openai_server: OpenAIWireServer,
+) -> None:
+    planted = "planted-key-5c1e0b7d93a24f61"
+    openai_server.api_key = "the-right-key"
+    embedder = OpenAIEmbedder(
+        EmbeddingConfig(model="e", base_url=openai_server.base_url, api_key=planted, max_retries=0)
+    )
+    try:
+        with pytest.raises(AuthenticationError) as info:
+            await embedder.embed(["hello"])
+    finally:
+        await embedder.aclose()
+    chain = exception_chain(info.value)
+    leaks = [type(e).__name__ for e in chain for text in texts_of(e) if planted in text]
+    assert not leaks, f"the key survives in {leaks}"
+    assert planted not in "".join(traceback.format_exception(info.value))
