@@ -1,0 +1,143 @@
+"""A seeded kill -9 campaign: an Agent killed at random points, again and again, loses nothing.
+
+Each life of the Agent (``campaign_child.py``, forked from a server process
+that has imported xai already, so a life starts in milliseconds) resumes what
+the previous life left, continues the turns a kill interrupted and does random
+work: first, queued and continued turns, slow tools (some two at a time),
+Sessions opened and closed. The parent kills it at a random moment, at least
+``KILLS`` times, then lets one last life finish everything and close. Then:
+
+- every input a Session acknowledged (``send()`` returned) was started;
+- no tool call ran twice (a call that finished is never repeated, and one a
+  kill interrupted gets a synthetic result instead of a second run);
+- no request the model server received broke the Chat Completions rules
+  (the test server checks every request);
+- every memory candidate any Session journaled was decided exactly once, and
+  every Session's journal ends closed.
+
+The seed is ``XAI_CAMPAIGN_SEED`` (default 13); a failure prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.session_helpers import extraction_responder, is_side_request, last_content
+from tests.test_agent import judge_adds
+from xai.memory import JUDGE_MARKER
+from xai.messages import UserMessage
+from xai.session import JOURNAL_FILE, read_journal, read_records
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+
+KILLS = 30
+SEED = int(os.environ.get("XAI_CAMPAIGN_SEED", "13"))
+
+
+def model(body: Mapping[str, Any]) -> Reply | None:
+    """The scripted model: ``tool:`` inputs ask for one slow tool, ``tools2:`` for two at once."""
+    if is_side_request(body) or last_content(body).startswith(JUDGE_MARKER):
+        return None
+    last = body["messages"][-1]
+    if last["role"] != "user":
+        return Reply(text="done", chunk_chars=2)
+    text = last_content(body)
+    if text.startswith("tool:"):
+        return Reply(tool_calls=(ScriptedCall(name="work", arguments={"tag": text}),))
+    if text.startswith("tools2:"):
+        calls = tuple(ScriptedCall(name="work", arguments={"tag": f"{text}/{i}"}) for i in (1, 2))
+        return Reply(tool_calls=calls)
+    return Reply(text=f"ok {text}", chunk_chars=2)
+
+
+@pytest.mark.timeout(240)
+def test_random_kills_lose_nothing(tmp_path: Path, openai_server: OpenAIWireServer) -> None:
+    for responder in (extraction_responder, judge_adds, model):
+        openai_server.script.add_responder(responder)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tests.campaign_child"])
+    rng = random.Random(SEED)
+    lives = tmp_path / "lives"
+    for life in range(KILLS):
+        process = context.Process(
+            target=_run_life, args=(str(tmp_path), openai_server.base_url, life, SEED, False)
+        )
+        process.start()
+        try:
+            _wait_for(lambda life=life: f"up {life}" in _lines(lives), process, life)
+            time.sleep(rng.uniform(0.0, 0.8))
+        finally:
+            if process.pid is not None and process.exitcode is None:
+                os.kill(process.pid, signal.SIGKILL)
+            process.join(10)
+        assert process.exitcode == -signal.SIGKILL, f"life {life} ended by itself (seed {SEED})"
+    final = context.Process(
+        target=_run_life, args=(str(tmp_path), openai_server.base_url, KILLS, SEED, True)
+    )
+    final.start()
+    final.join(120)
+    assert final.exitcode == 0, f"the last life failed (seed {SEED})"
+    assert "final-done" in _lines(lives)
+    _check(tmp_path)
+
+
+def _run_life(directory: str, base_url: str, life: int, seed: int, final: bool) -> None:
+    from tests.campaign_child import run_life
+
+    run_life(directory, base_url, life, seed, final)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _wait_for(ready: Any, process: Any, life: int) -> None:
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert process.exitcode is None, f"life {life} died before it was up (seed {SEED})"
+        assert time.monotonic() < deadline, f"life {life} never came up (seed {SEED})"
+        time.sleep(0.01)
+
+
+def _check(root: Path) -> None:
+    journals = sorted((root / "agent" / "sessions").glob(f"*/{JOURNAL_FILE}"))
+    started: set[str] = set()
+    candidates: set[str] = set()
+    for journal in journals:
+        for record in read_records(journal):
+            message = getattr(record, "message", None)
+            if isinstance(message, UserMessage):
+                started.add(message.id)
+            candidates.update(c.id for c in getattr(record, "candidates", ()))
+        assert read_journal(journal, repair=False).closed is not None, f"{journal} not closed"
+
+    acked = {line.split()[1] for line in _lines(root / "acks")}
+    assert acked, "the campaign acknowledged no input"
+    lost = acked - started
+    assert not lost, f"{len(lost)} of {len(acked)} acknowledged inputs lost (seed {SEED})"
+
+    starts = Counter(line.split()[1] for line in _lines(root / "tools") if line.startswith("start"))
+    assert starts, "no tool ran"
+    repeated = sorted(call for call, count in starts.items() if count > 1)
+    assert not repeated, f"tool calls run twice: {repeated} (seed {SEED})"
+
+    decided = Counter(
+        entry["candidate"]["id"]
+        for entry in map(json.loads, _lines(root / "agent" / "memory" / "ledger.jsonl"))
+        if entry.get("candidate")
+    )
+    assert candidates, "no memory candidate was proposed"
+    lost_candidates = candidates - set(decided)
+    twice = sorted(c for c, n in decided.items() if n > 1)
+    assert not lost_candidates, f"{len(lost_candidates)} candidates never decided (seed {SEED})"
+    assert not twice, f"candidates decided twice: {twice} (seed {SEED})"
