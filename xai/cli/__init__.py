@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 
 from xai import __version__
+from xai.config import default_home
 from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import configure_logging
 
@@ -25,14 +26,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-
-def default_home() -> Path:
-    """Where xai keeps Agents: ``$XAI_HOME``, else ``$XDG_DATA_HOME/xai``, else ``~/.local/share/xai``."""
-    if os.environ.get("XAI_HOME"):
-        return Path(os.environ["XAI_HOME"]).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data).expanduser() / "xai"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,7 +14,8 @@ __all__ = ["run_command"]
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_home
+    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+    from xai.config import default_home
     from xai.runner import InputError, is_batch, load_batch, load_input, run_batch, run_input
 
     home = default_home()

@@ -11,7 +11,7 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.runner._input import InputError, RunInput, validate_input
+from xai.runner._input import InputError, RunInput, read_input_file, validate_input
 from xai.runner._run import RunReport, run_input
 
 __all__ = ["is_batch", "load_batch", "run_batch"]
@@ -19,10 +19,7 @@ __all__ = ["is_batch", "load_batch", "run_batch"]
 
 def load_batch(path: Path, *, fixture: str | None = None) -> list[RunInput]:
     """Every task merged over ``common_config`` and validated; all problems reported at once."""
-    try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise InputError(str(path), [f"cannot read the batch file ({exc})"]) from None
+    data = read_input_file(path)
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list) or not data["tasks"]:
         raise InputError(str(path), ["tasks: a non-empty list of inputs is required"])
     common = data.get("common_config") or {}
@@ -137,7 +134,7 @@ async def run_batch(
 
 def is_batch(path: Path) -> bool:
     try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return False
+        data = read_input_file(path)
+    except InputError:
+        return False  # loading it as a single input reports why
     return isinstance(data, dict) and "tasks" in data
