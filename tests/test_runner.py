@@ -56,7 +56,7 @@ def test_invalid_input_reports_every_problem_and_writes_nothing(tmp_path: Path) 
         "toolset: Invalid enum value 'all'",
         "max_turns: Expected `int`, got `str`",
         "user_input / user_inputs: give exactly one of them",
-        "system_prompt_path: cannot read",
+        "missing.md: cannot read the system prompt",
     ]:
         assert problem in done.stderr
     assert not out.exists()

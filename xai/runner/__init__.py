@@ -13,6 +13,7 @@ from xai.runner._input import (
     load_input,
     validate_input,
 )
+from xai.runner._memory import RunnerMemory
 from xai.runner._run import RunReport, run_input, write_atomic
 from xai.runner._sandbox import MAX_LINK_SCAN, MAX_TOOL_FILE_BYTES, Sandbox
 from xai.runner._templates import builtin_templates, choose_template
@@ -29,6 +30,7 @@ __all__ = [
     "InputError",
     "RunInput",
     "RunReport",
+    "RunnerMemory",
     "Sandbox",
     "basic_tools",
     "builtin_templates",

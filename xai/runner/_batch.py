@@ -12,6 +12,7 @@ import msgspec
 
 from xai._files import write_atomic
 from xai.runner._input import InputError, RunInput, read_input_file, validate_input
+from xai.runner._memory import RunnerMemory
 from xai.runner._run import RunReport, run_input
 
 __all__ = ["is_batch", "load_batch", "run_batch"]
@@ -79,7 +80,9 @@ async def run_batch(
     async def one(inp: RunInput) -> None:
         async with limiter:
             try:
-                report = await run_input(inp, outdir / inp.conversation_id, home=home)
+                report = await run_input(
+                    inp, outdir / inp.conversation_id, home=home, memory=memory
+                )
                 results[inp.conversation_id] = msgspec.to_builtins(report)
             except Exception as exc:  # one failing task never stops the others
                 results[inp.conversation_id] = {
@@ -92,7 +95,8 @@ async def run_batch(
                 report = None
             progress.update(report)
 
-    async with anyio.create_task_group() as group:
+    # One Agent per memory for the whole batch: tasks saving to the global memory share it.
+    async with RunnerMemory(home) as memory, anyio.create_task_group() as group:
         for inp in inputs:
             group.start_soon(one, inp)
     ordered = [results[inp.conversation_id] for inp in inputs]
