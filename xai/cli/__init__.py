@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
 import anyio
 
 from xai import __version__
-from xai.config import default_home
+from xai.config import default_home, is_plain_name
 from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import configure_logging
 
@@ -26,6 +25,14 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error a (nested) exception group holds, else the group itself."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "chat":
             from xai.cli._repl import run_chat
 
-            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.agent) or args.agent in (".", ".."):
+            if not is_plain_name(args.agent):
                 raise ConfigurationError(
                     f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
                 )
@@ -164,5 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except UsageError as exc:
         print(f"xai: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BaseExceptionGroup as group:  # from a task group: the error that caused it
+        cause = _single(group)
+        if isinstance(cause, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        if not isinstance(cause, UsageError):
+            raise
+        print(f"xai: {cause}", file=sys.stderr)
         return EXIT_USAGE
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover

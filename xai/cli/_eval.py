@@ -182,6 +182,9 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             server.script.add_responder(eval_model)
             scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))
         embedder = default_embedder()
+        aclose = getattr(embedder, "aclose", None)
+        if aclose is not None:  # an embeddings endpoint client: ours to close
+            stack.push_async_callback(aclose)
         depth = max(*ks, args.context_k)  # the context is drawn from the ranking too
         backends: list[MemoryBackend] = []
         for name in names:
