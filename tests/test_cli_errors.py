@@ -4,6 +4,7 @@ holds the Agent's directory."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,11 @@ import pytest
 import xai.exceptions
 from tests.test_demo import ROOT, clean_env
 from xai.cli import main
+from xai.cli._render import Renderer
 from xai.config import EmbeddingConfig
+from xai.events import AgentEvent, EventsDropped, SessionFailed
 from xai.memory import LongTermMemory, OpenAIEmbedder
+from xai.messages import ErrorInfo
 from xai.testing import OpenAIWireServer
 
 
@@ -97,3 +101,26 @@ def test_a_second_chat_on_one_agent_fails_in_one_line(tmp_path: Path) -> None:
     assert second.returncode == 2, second.stderr
     (line,) = second.stderr.strip().splitlines()
     assert str(tmp_path) in line and str(first.pid) in line
+
+
+def test_the_terminal_shows_failures_and_gaps_it_used_to_drop() -> None:
+    """The renderer dispatches over every event type (``assert_never`` at the end): a
+    Session's failure outside a turn and a gap in the events are shown, not skipped."""
+    out = io.StringIO()
+    render = Renderer(out, color=False)
+    render.agent_event(
+        AgentEvent(
+            "a1",
+            1,
+            "s1",
+            SessionFailed(
+                error=ErrorInfo(type="ServerError", message="503 Service Unavailable"),
+                stage="extraction",
+            ),
+        )
+    )
+    render.agent_event(AgentEvent("a1", 9, None, EventsDropped(count=7, first_seq=2, last_seq=8)))
+    assert out.getvalue().splitlines() == [
+        "[extraction failed: 503 Service Unavailable]",
+        "[7 event(s) not shown: output fell behind]",
+    ]

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import TextIO, assert_never
 
 from xai.events import (
     AgentEvent,
+    AgentEventBody,
     CandidatesProposed,
     Compacted,
+    EventsDropped,
     MemoryDecided,
     MessageCommitted,
     QueryDone,
+    SessionClosed,
     SessionEnded,
+    SessionEventBody,
+    SessionFailed,
+    SessionFinalizing,
     SessionOpened,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnDone,
+    TurnStarted,
     WakeupFired,
     WakeupSkipped,
 )
-from xai.messages import AssistantMessage
+from xai.messages import AssistantMessage, TurnStatus
 
 __all__ = ["Renderer"]
 
@@ -56,7 +63,7 @@ class Renderer:
         self._end_line()
         self._write(text + "\n")
 
-    def event(self, body: Any, session_id: str | None = None) -> None:
+    def event(self, body: SessionEventBody | AgentEventBody, session_id: str | None = None) -> None:
         label = self.labels.get(session_id or "", "")
         tag = f"{self.dim}[{label}]{self.reset} " if label else ""
         if isinstance(body, ThinkingDelta):
@@ -86,7 +93,7 @@ class Renderer:
             self.line(f"{tag}{self.dim}✓ {r.tool_name} [{status}] {content}{self.reset}")
         elif isinstance(body, TurnDone):
             o = body.outcome
-            if o.status.value != "completed":
+            if o.status is not TurnStatus.COMPLETED:
                 detail = f": {o.error.message}" if o.error else ""
                 self.line(f"{tag}{self.dim}[turn {o.status.value}{detail}]{self.reset}")
         elif isinstance(body, CandidatesProposed):
@@ -104,8 +111,18 @@ class Renderer:
             self.line(f"{self.bold}[wake-up {body.wakeup_id}]{self.reset} {body.input}")
         elif isinstance(body, WakeupSkipped):
             self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
-        elif isinstance(body, (QueryDone, SessionEnded)):
+        elif isinstance(body, SessionFailed):
+            self.line(f"{tag}{self.dim}[{body.stage} failed: {body.error.message}]{self.reset}")
+        elif isinstance(body, EventsDropped):
+            self.line(
+                f"{self.dim}[{body.count} event(s) not shown: output fell behind]{self.reset}"
+            )
+        elif isinstance(body, (QueryDone, SessionEnded, SessionClosed)):
             self._end_line()
+        elif isinstance(body, (TurnStarted, SessionFinalizing, SessionOpened)):
+            pass  # nothing to show: what follows says it
+        else:
+            assert_never(body)
 
     def agent_event(self, event: AgentEvent) -> None:
         body = event.event
