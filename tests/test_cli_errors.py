@@ -15,8 +15,7 @@ import pytest
 
 import xai.exceptions
 from tests.test_demo import ROOT, clean_env
-from xai.cli import main
-from xai.cli._render import Renderer
+from xai.cli import Renderer, main
 from xai.config import EmbeddingConfig
 from xai.events import AgentEvent, EventsDropped, SessionFailed
 from xai.memory import LongTermMemory, OpenAIEmbedder

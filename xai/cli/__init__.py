@@ -15,11 +15,23 @@ from pathlib import Path
 import anyio
 
 from xai import __version__
+from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import default_home, is_plain_name
 from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import configure_logging
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_home", "main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Printer",
+    "Renderer",
+    "default_home",
+    "main",
+    "session_ended",
+    "turn_done",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1

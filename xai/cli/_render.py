@@ -1,9 +1,14 @@
-"""Printing events for people: streamed text, dimmed thinking, tool calls as they run."""
+"""Printing events for people: streamed text, dimmed thinking, tool calls as they run; and a
+printer task the REPL and the demo wait on (never a sleep)."""
 
 from __future__ import annotations
 
 import sys
-from typing import TextIO, assert_never
+from collections import deque
+from collections.abc import Callable
+from typing import TextIO, TypeAlias, assert_never
+
+import anyio
 
 from xai.events import (
     AgentEvent,
@@ -30,8 +35,9 @@ from xai.events import (
     WakeupSkipped,
 )
 from xai.messages import AssistantMessage, TurnStatus
+from xai.session import Subscription
 
-__all__ = ["Renderer"]
+__all__ = ["Printer", "Renderer", "session_ended", "turn_done"]
 
 
 class Renderer:
@@ -132,3 +138,94 @@ class Renderer:
             elif body.origin == "agent":
                 self.labels[event.session_id] = "wake-up"
         self.event(body, event.session_id)
+
+
+Wanted: TypeAlias = Callable[[AgentEvent], bool]
+
+
+class Printer:
+    """Prints an Agent's events from a task of its own (``run``); the code driving the Agent
+    waits with ``shown(...)`` until the printer has put a given event on screen, so its own
+    lines come after (instead of sleeping and hoping the printer caught up).
+
+    Events other than streamed text are remembered (the last ``HISTORY``), so waiting for
+    one that was printed just before the wait began returns at once. A gap in the events
+    (``EventsDropped``) or their end releases every waiter: what it waits for may be lost.
+    """
+
+    HISTORY = 10_000
+
+    def __init__(self, render: Renderer, events: Subscription[AgentEvent]) -> None:
+        self.render = render
+        self._events = events
+        self._recent: deque[AgentEvent] = deque(maxlen=self.HISTORY)
+        self._waiters: list[_Waiter] = []
+        self._ended = False
+
+    async def run(self) -> None:
+        try:
+            async for event in self._events:
+                self.render.agent_event(event)
+                self._printed(event)
+        finally:
+            self._ended = True
+            self._release(lambda _: True)
+
+    def _printed(self, event: AgentEvent) -> None:
+        body = event.event
+        if isinstance(body, (TextDelta, ThinkingDelta)):
+            return  # many and never waited for
+        self._recent.append(event)
+        if isinstance(body, EventsDropped):
+            self._release(lambda _: True)
+        else:
+            self._release(lambda wanted: wanted(event), event)
+
+    def _release(self, matches: Callable[[Wanted], bool], event: AgentEvent | None = None) -> None:
+        waiting = []
+        for waiter in self._waiters:
+            if matches(waiter.wanted):
+                waiter.found = event
+                waiter.done.set()
+            else:
+                waiting.append(waiter)
+        self._waiters = waiting
+
+    async def shown(self, wanted: Wanted) -> AgentEvent | None:
+        """Return the first event ``wanted`` accepts once it has been printed (``None`` if the
+        events ended or had a gap first)."""
+        for event in self._recent:
+            if wanted(event):
+                return event
+        if self._ended:
+            return None
+        waiter = _Waiter(wanted)
+        self._waiters.append(waiter)
+        await waiter.done.wait()
+        return waiter.found
+
+
+class _Waiter:
+    __slots__ = ("done", "found", "wanted")
+
+    def __init__(self, wanted: Wanted) -> None:
+        self.wanted = wanted
+        self.done = anyio.Event()
+        self.found: AgentEvent | None = None
+
+
+def turn_done(session_id: str, turn: int) -> Wanted:
+    """Wants the end of ``turn`` of a Session (or the Session's end, which ends it too)."""
+
+    def wanted(event: AgentEvent) -> bool:
+        body = event.event
+        return event.session_id == session_id and (
+            (isinstance(body, TurnDone) and body.outcome.turn == turn)
+            or isinstance(body, SessionEnded)
+        )
+
+    return wanted
+
+
+def session_ended(session_id: str) -> Wanted:
+    return lambda event: event.session_id == session_id and isinstance(event.event, SessionEnded)
