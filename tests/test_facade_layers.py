@@ -38,3 +38,19 @@ def test_a_facade_imports_no_facade_above_it(package: str) -> None:
         if name.startswith(ABOVE[package])
     }
     assert not bad, sorted(bad)
+
+
+@pytest.mark.parametrize("package", ["cli", "core", "runner"])
+def test_facades_wait_for_events_never_for_time(package: str) -> None:
+    """No sleep to let something happen (the demo's and the REPL's printers are waited on)."""
+    sleeps = {
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in (PACKAGE / package).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in ("sleep", "checkpoint"))
+            or (isinstance(node.func, ast.Name) and node.func.id == "sleep")
+        )
+    }
+    assert not sleeps, sorted(sleeps)
