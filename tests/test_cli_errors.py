@@ -4,6 +4,7 @@ holds the Agent's directory."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from tests.test_demo import ROOT, clean_env
 from xai.cli import Renderer, main
 from xai.config import EmbeddingConfig
 from xai.events import AgentEvent, EventsDropped, SessionFailed
+from xai.logs import get_logger
 from xai.memory import LongTermMemory, OpenAIEmbedder
 from xai.messages import ErrorInfo
 from xai.testing import OpenAIWireServer
@@ -123,3 +125,13 @@ def test_the_terminal_shows_failures_and_gaps_it_used_to_drop() -> None:
         "[extraction failed: 503 Service Unavailable]",
         "[7 event(s) not shown: output fell behind]",
     ]
+
+
+def test_main_in_a_program_that_swaps_stderr_leaves_logging_working(tmp_path: Path) -> None:
+    """Tests (and tools) run ``main`` in-process with stderr captured: once the capture is
+    closed, log lines must still have somewhere to go."""
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured):
+        assert main(["run", str(tmp_path / "missing.json"), "--outdir", str(tmp_path)]) == 2
+    captured.close()
+    get_logger("tests").warning("cli.after_capture")  # used to raise: I/O on a closed file

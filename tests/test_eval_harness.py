@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Mapping
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ import msgspec
 import pytest
 
 from tests.conftest import FAST_RETRY
-from tests.test_demo import ROOT, clean_env
 from tests.test_eval import LOCOMO
+from xai.cli import main
 from xai.eval import (
     ANSWER_INSTRUCTIONS,
     EvalAgent,
@@ -281,19 +280,33 @@ async def test_a_failing_model_is_recorded_and_scores_zero(
     assert (record.error is not None and "500" in record.error) or "Server" in (record.error or "")
 
 
-def _xai(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "xai", *map(str, args)],
-        cwd=ROOT,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+class Ran(msgspec.Struct):
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_cli_runs_offline_and_resumes(locomo_file: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def xai_cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Ran]:
+    """``xai`` run in this process (offline: no LLM_*/EMBEDDING_*), its exit code and output."""
+    for name in list(os.environ):
+        if name.startswith(("LLM_", "EMBEDDING_", "OPENAI_")):
+            monkeypatch.delenv(name)
+
+    def run(*args: str | Path) -> Ran:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Ran(code, captured.out, captured.err)
+
+    return run
+
+
+def test_cli_runs_offline_and_resumes(
+    locomo_file: Path, tmp_path: Path, xai_cli: Callable[..., Ran]
+) -> None:
     out = tmp_path / "out"
     argv: list[str | Path] = [
         "eval",
@@ -303,24 +316,24 @@ def test_cli_runs_offline_and_resumes(locomo_file: Path, tmp_path: Path) -> None
         "--backend",
         "hybrid,rag,xai,null",
     ]
-    first = _xai(*argv, "--k", "1,2", "--out", out)
+    first = xai_cli(*argv, "--k", "1,2", "--out", out)
     assert first.returncode == 0, first.stderr
     assert "hybrid   recall @1" in first.stdout and "report:" in first.stdout
     assert "1/1 samples, 4/4 questions" in first.stderr
     report = (out / "report.md").read_text()
     assert "DRAGON" in report and "| `rag` |" in report and "| `xai` |" in report
     assert "verbatim extraction" in report  # what the xai backend's memory was built with
-    again = _xai(*argv, "--k", "1,2", "--out", out)
+    again = xai_cli(*argv, "--k", "1,2", "--out", out)
     assert again.returncode == 0 and "1 resumed" in again.stderr
-    other = _xai(*argv, "--k", "5", "--out", out)
+    other = xai_cli(*argv, "--k", "5", "--out", out)
     assert other.returncode == 2 and "other settings (ks differ)" in other.stderr
-    unknown = _xai(*argv[:4], "--backend", "nope", "--out", out)
+    unknown = xai_cli(*argv[:4], "--backend", "nope", "--out", out)
     assert unknown.returncode == 2 and "unknown nope" in unknown.stderr
-    missing = _xai("eval", "locomo", "--data", tmp_path / "missing.json", "--out", out)
+    missing = xai_cli("eval", "locomo", "--data", tmp_path / "missing.json", "--out", out)
     assert missing.returncode == 2 and "cannot read LoCoMo data" in missing.stderr
 
 
-def test_cli_longmemeval_retrieval_only(tmp_path: Path) -> None:
+def test_cli_longmemeval_retrieval_only(tmp_path: Path, xai_cli: Callable[..., Ran]) -> None:
     data = [
         {
             "question_id": "q1",
@@ -342,7 +355,7 @@ def test_cli_longmemeval_retrieval_only(tmp_path: Path) -> None:
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(data))
     out = tmp_path / "out"
-    done = _xai(
+    done = xai_cli(
         *[
             "eval",
             "longmemeval",

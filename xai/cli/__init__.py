@@ -8,9 +8,11 @@ Exit codes: 0 success; 1 the run failed (a provider error, a failed turn);
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
+from typing import TextIO, cast
 
 import anyio
 
@@ -37,6 +39,20 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+class _Stderr(io.TextIOBase):
+    """``sys.stderr`` as it is when a line is written: ``main`` may run inside a program that
+    swaps it (a test capturing output), and log lines must not go to a stream it closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -144,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        configure_logging(args.log_format, level=args.log_level)
+        stream = cast(TextIO, _Stderr())  # the TextIO a logger needs: write, flush, isatty
+        configure_logging(args.log_format, level=args.log_level, stream=stream)
     except ConfigurationError as exc:
         print(f"xai: {exc}", file=sys.stderr)
         return EXIT_USAGE
