@@ -9,7 +9,7 @@ from xai.logs import configure_logging
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer, block_network
 
-pytest_plugins = ["xai.testing.pytest_plugin"]
+pytest_plugins = ["xai.testing.pytest_plugin", "pytester"]
 
 configure_logging("console", level="warning", stream=sys.stderr)
 

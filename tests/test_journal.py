@@ -8,16 +8,30 @@ import pytest
 from structlog.testing import capture_logs
 
 from xai.exceptions import JournalError
-from xai.messages import AssistantMessage, TurnOutcome, TurnStatus, Usage, UserMessage
-from xai.session import SystemPrompt, read_journal
-from xai.session._journal import (
+from xai.messages import (
+    AssistantMessage,
+    ToolCall,
+    ToolMessage,
+    TurnOutcome,
+    TurnStatus,
+    Usage,
+    UserMessage,
+)
+from xai.session import (
+    AcceptedRecord,
+    ClosedRecord,
+    ClosingRecord,
     CompactedRecord,
+    DroppedRecord,
     HeaderRecord,
     InputRecord,
-    Journal,
     MessageRecord,
+    SystemPrompt,
     TurnEndRecord,
+    TurnStartRecord,
+    read_journal,
 )
+from xai.session._journal import Journal, append_records
 
 
 def write_basic(path: Path) -> Journal:
@@ -96,3 +110,76 @@ def test_a_record_missing_only_its_newline_is_finished(tmp_path: Path) -> None:
     journal.append(InputRecord(turn=2, message=UserMessage(content="next", id="u2")))
     journal.close()
     assert [m.id for m in read_journal(path).history] == ["u1", "a1", "u2"]
+
+
+def test_replay_places_a_late_tool_result_after_its_call_before_a_compaction(
+    tmp_path: Path,
+) -> None:
+    """A repair journals a synthetic result at the end of the file; replay puts it right
+    after its call's results, so a later compaction removes the same messages it removed
+    in the live Session."""
+    path = tmp_path / "journal.jsonl"
+    journal = write_basic(path)  # u1, a1: turn 1
+    calls = (ToolCall(id="c1", name="t"), ToolCall(id="c2", name="t"))
+    journal.append(InputRecord(turn=2, message=UserMessage(content="go", id="u2")))
+    journal.append(MessageRecord(turn=2, message=AssistantMessage(tool_calls=calls, id="a2")))
+    journal.append(
+        MessageRecord(
+            turn=2, message=ToolMessage(tool_call_id="c2", tool_name="t", content="", id="t2")
+        )
+    )
+    journal.append(MessageRecord(turn=2, message=AssistantMessage(content="done", id="a3")))
+    journal.append(TurnEndRecord(outcome=TurnOutcome(turn=2, status=TurnStatus.COMPLETED)))
+    late = ToolMessage(tool_call_id="c1", tool_name="t", content="", synthetic=True, id="t1")
+    journal.append(MessageRecord(turn=2, message=late))  # the repair after a reopen
+    journal.append(CompactedRecord(summary="s", removed=6, method="summary"))
+    journal.close()
+    # live: u1 a1 u2 a2 t2 t1 | a3
+    assert [m.id for m in read_journal(path).history] == ["a3"]
+
+
+def test_accepted_inputs_wait_in_order_until_started_dropped_or_refused(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    journal = write_basic(path)
+    ids = ["q1", "q2", "q3", "q4", "q5"]
+    for id_ in ids[:3]:
+        journal.append(AcceptedRecord(message=UserMessage(content=id_, id=id_)))
+    journal.append(AcceptedRecord(message=UserMessage(content="q4", id="q4"), interrupt=True))
+    journal.append(AcceptedRecord(message=UserMessage(content="q5", id="q5")))
+    journal.append(InputRecord(turn=2, message=UserMessage(content="q4", id="q4")))
+    refused = TurnOutcome(turn=2, status=TurnStatus.BUDGET_EXHAUSTED, input_id="q1")
+    journal.append(TurnEndRecord(outcome=TurnOutcome(turn=2, status=TurnStatus.COMPLETED)))
+    journal.append(TurnEndRecord(outcome=refused))
+    journal.append(DroppedRecord(input_ids=("q3",)))
+    journal.close()
+    state = read_journal(path)
+    assert [m.id for m in state.pending] == ["q2", "q5"]
+    assert [m.id for m in state.history] == ["u1", "a1", "q4"] and state.turns == 2
+
+
+def test_turn_numbers_are_never_reused(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    journal = write_basic(path)
+    journal.append(TurnStartRecord(turn=2))
+    journal.close()
+    state = read_journal(path)
+    assert state.turns == 2 and state.open_turn == 2
+    # A journal written before turn_start existed: a continued turn shows by its messages.
+    old = tmp_path / "old.jsonl"
+    journal = write_basic(old)
+    calls = (ToolCall(id="c9", name="t"),)
+    journal.append(MessageRecord(turn=2, message=AssistantMessage(tool_calls=calls)))
+    journal.close()
+    state = read_journal(old)
+    assert state.turns == 2 and state.open_turn == 2
+
+
+def test_closing_until_closed(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    journal = write_basic(path)
+    journal.append(ClosingRecord(reason="owner_shutdown", at=2.0))
+    journal.close()
+    assert read_journal(path).closing == "owner_shutdown" and read_journal(path).closed is None
+    append_records(path, ClosedRecord(reason="owner_shutdown", at=3.0))
+    state = read_journal(path)
+    assert state.closing is None and state.closed == "owner_shutdown"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+import traceback
 
 import anyio
 import pytest
@@ -21,8 +22,11 @@ from xai.exceptions import (
     ServerError,
     StreamError,
 )
+from xai.memory import OpenAIEmbedder
 from xai.messages import AssistantMessage, ToolCall, ToolMessage, ToolSpec, UserMessage
 from xai.providers import (
+    EMPTY_REPLY_TEXT,
+    INTERRUPTED_REPLY_TEXT,
     OpenAIProvider,
     ProviderEvent,
     ProviderRequest,
@@ -34,6 +38,7 @@ from xai.providers import (
     UsageReport,
     parse_retry_after,
 )
+from xai.query import Query
 from xai.testing import (
     Delay,
     DropConnection,
@@ -372,3 +377,113 @@ async def test_cancelling_a_stream_closes_it(
     with anyio.move_on_after(0.2):
         await collect(provider)
     assert text_of(await collect(provider)) == "next"  # the client is still usable
+
+
+@pytest.mark.parametrize(
+    "empty",
+    [
+        Reply(text=""),
+        Reply(text=" \n"),
+        Reply(thinking="only thoughts, which are never sent back"),
+        Reply(tool_calls=(ScriptedCall(name="f"),), finish_reason="length"),  # calls cut off
+    ],
+    ids=["nothing", "whitespace", "thinking-only", "calls-cut-by-length"],
+)
+async def test_an_empty_reply_is_never_sent_back_empty(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider, empty: Reply
+) -> None:
+    """A reply with no text and no tool calls is stored as it came, and sent back as a marker
+    the model can read: strict endpoints refuse an empty assistant message (the validator too)."""
+    openai_server.push(empty, Reply(text="Sorry, here it is."))
+    first = await Query(provider).run([], "hi")
+    [stored] = first.messages
+    assert isinstance(stored, AssistantMessage) and not stored.tool_calls
+    assert not stored.content.strip()
+    second = await Query(provider).run([UserMessage(content="hi"), stored], "hello?")
+    assert second.text == "Sorry, here it is."
+    sent = openai_server.chat_requests()[1].body["messages"]
+    assert sent[1] == {"role": "assistant", "content": EMPTY_REPLY_TEXT}
+
+
+async def test_interrupted_and_blank_assistant_messages_on_the_wire(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.push(Reply(text="ok"))
+    history = (
+        UserMessage(content="first"),
+        AssistantMessage(thinking="was thinking", interrupted=True),  # cancelled before any text
+        UserMessage(content="second"),
+        AssistantMessage(content="The answer is", interrupted=True),  # partial text kept
+        UserMessage(content="third"),
+        AssistantMessage(content="\n", tool_calls=(ToolCall("c1", "f", "{}"),)),
+        ToolMessage(tool_call_id="c1", tool_name="f", content="r"),
+    )
+    await collect(provider, ProviderRequest(messages=history))
+    sent = openai_server.chat_requests()[0].body["messages"]
+    assert sent[1] == {"role": "assistant", "content": INTERRUPTED_REPLY_TEXT}
+    assert sent[3] == {"role": "assistant", "content": "The answer is"}
+    assert sent[5]["content"] is None and sent[5]["tool_calls"][0]["id"] == "c1"
+
+
+def exception_chain(error: BaseException) -> list[BaseException]:
+    """The error and everything reachable from it: causes, contexts, group members."""
+    seen: list[BaseException] = []
+    todo = [error]
+    while todo:
+        current = todo.pop()
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+    return seen
+
+
+def texts_of(error: BaseException) -> list[str]:
+    """Every text an exception carries: message, args, attributes (response bodies included)."""
+    out = [str(error), repr(error.args)]
+    for value in vars(error).values():
+        out.append(repr(value))
+        content = getattr(value, "content", None)  # an HTTP response: its body
+        if isinstance(content, bytes):
+            out.append(content.decode(errors="replace"))
+    return out
+
+
+async def test_a_key_echoed_by_a_401_is_nowhere_in_the_raised_error(
+    openai_server: OpenAIWireServer,
+) -> None:
+    planted = "planted-key-7f3a9c2e51d04b68"  # no sk- shape: only knowing the key can mask it
+    openai_server.api_key = "the-right-key"  # the server echoes the wrong key in its 401 body
+    provider = openai_server.provider(api_key=planted, retry=FAST_RETRY)
+    try:
+        with pytest.raises(AuthenticationError) as info:
+            await collect(provider)
+    finally:
+        await provider.aclose()
+    assert planted in openai_server.chat_requests()[0].headers["authorization"]  # it was sent
+    chain = exception_chain(info.value)
+    leaks = [type(e).__name__ for e in chain for text in texts_of(e) if planted in text]
+    assert not leaks, f"the key survives in {leaks}"
+    assert planted not in "".join(traceback.format_exception(info.value))
+    assert "Incorrect API key provided: ***" in str(info.value)
+
+
+async def test_a_key_echoed_by_a_401_is_nowhere_in_an_embedding_error(
+    openai_server: OpenAIWireServer,
+) -> None:
+    planted = "planted-key-5c1e0b7d93a24f61"
+    openai_server.api_key = "the-right-key"
+    embedder = OpenAIEmbedder(
+        EmbeddingConfig(model="e", base_url=openai_server.base_url, api_key=planted, max_retries=0)
+    )
+    try:
+        with pytest.raises(AuthenticationError) as info:
+            await embedder.embed(["hello"])
+    finally:
+        await embedder.aclose()
+    chain = exception_chain(info.value)
+    leaks = [type(e).__name__ for e in chain for text in texts_of(e) if planted in text]
+    assert not leaks, f"the key survives in {leaks}"
+    assert planted not in "".join(traceback.format_exception(info.value))

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from tests.crash_helpers import kill_when
+from tests.session_helpers import wire_problems
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
 from xai.session import Session, read_journal
@@ -23,9 +24,11 @@ def lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def run_child_until(tmp_path: Path, server: OpenAIWireServer, ready: Callable[[], bool]) -> None:
+def run_child_until(
+    tmp_path: Path, server: OpenAIWireServer, ready: Callable[[], bool], mode: str = "tools"
+) -> None:
     """Start the child, wait until ``ready()``, then SIGKILL it."""
-    kill_when("crash_child", [str(tmp_path), server.base_url], ready, timeout=60)
+    kill_when("crash_child", [str(tmp_path), server.base_url, mode], ready, timeout=60)
 
 
 async def reopen_and_continue(
@@ -112,3 +115,60 @@ async def test_kill_between_rounds(
     assert lines(tmp_path / "fast.log") == ["7"]
     final = session.history[-1]
     assert isinstance(final, AssistantMessage) and final.content == "final answer"
+
+
+async def test_kill_during_a_continued_turn(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """Killed in the first turn's tool, restarted, killed again in the continued turn's
+    tool: the reopened Session answers both calls and every request it sends is valid
+    (old: the continued turn left no record of its start, so nothing repaired it)."""
+    openai_server.push(Reply(tool_calls=(ScriptedCall(name="slow", arguments={"n": 1}, id="s1"),)))
+    await anyio.to_thread.run_sync(
+        run_child_until, tmp_path, openai_server, lambda: lines(tmp_path / "slow.log") == ["1"]
+    )
+    openai_server.push(Reply(tool_calls=(ScriptedCall(name="slow", arguments={"n": 2}, id="s2"),)))
+    await anyio.to_thread.run_sync(
+        run_child_until,
+        tmp_path,
+        openai_server,
+        lambda: lines(tmp_path / "slow.log") == ["1", "2"],
+        "continue",
+    )
+    openai_server.push(Reply(text="after two crashes"))
+    async with Session.reopen(tmp_path / "session", provider) as session:
+        outcome = await session.send("still there?")
+    for request in openai_server.chat_requests():
+        assert wire_problems(request.body["messages"]) == []
+    assert outcome.text == "after two crashes" and outcome.turn == 3
+    answers = {m.tool_call_id: m for m in session.history if isinstance(m, ToolMessage)}
+    assert answers["s1"].synthetic and answers["s2"].synthetic
+    assert lines(tmp_path / "slow.log") == ["1", "2"]  # neither ran again
+
+
+async def test_kill_with_inputs_waiting(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """Every input ``send()`` accepted before the kill is answered after the restart, once
+    (old: the two waiting inputs were lost)."""
+    openai_server.push(
+        Reply(tool_calls=(ScriptedCall(name="slow", arguments={"n": 1}, id="s1"),)),
+        Reply(text="second answered"),
+        Reply(text="third answered"),
+    )
+    await anyio.to_thread.run_sync(
+        run_child_until,
+        tmp_path,
+        openai_server,
+        lambda: bool(lines(tmp_path / "slow.log")) and len(lines(tmp_path / "accepted.log")) == 3,
+        "inputs",
+    )
+    accepted = lines(tmp_path / "accepted.log")
+    session = Session.reopen(tmp_path / "session", provider)
+    async with session:
+        outcomes = [await handle for handle in session.requeued]
+    assert [o.text for o in outcomes] == ["second answered", "third answered"]
+    inputs = [m.id for m in session.history if isinstance(m, UserMessage)]
+    assert inputs == accepted  # each acknowledged input, once, in order
+    for request in openai_server.chat_requests():
+        assert wire_problems(request.body["messages"]) == []

@@ -13,12 +13,13 @@ per tool call ``ToolCallStarted`` … ``ToolCallFinished`` + ``MessageCommitted`
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import msgspec
 
 from xai.messages import (
     CloseReason,
+    DecisionKind,
     ErrorInfo,
     MemoryCandidate,
     Message,
@@ -35,7 +36,11 @@ __all__ = [
     "AgentEventBody",
     "CandidatesProposed",
     "Compacted",
+    "CompactionMethod",
+    "CompactionReason",
+    "DecisionKind",
     "EventsDropped",
+    "JournalQuarantined",
     "MemoryDecided",
     "MessageCommitted",
     "QueryDone",
@@ -82,7 +87,14 @@ class ToolCallFinished(_QueryEvent, frozen=True, tag="tool_call_finished"):
 
 
 class MessageCommitted(_QueryEvent, frozen=True, tag="message_committed"):
-    """A message is final. A Session journals it before it shows the event to anyone."""
+    """A message is final. A Session journals it before it shows the event to anyone.
+
+    When a cancel interrupts its delivery to a channel (an ``EventSink`` that
+    waits), the Query sends it again before ``QueryDone``, so a channel never
+    misses one; a channel that may have taken the interrupted send (an anyio
+    memory stream can) sees it twice and keeps the first (``message.id``).
+    Observers (synchronous callables) get it exactly once.
+    """
 
     message: Message
 
@@ -115,32 +127,37 @@ class TurnDone(_SessionEventBody, frozen=True, tag="turn_done"):
     outcome: TurnOutcome
 
 
+CompactionMethod: TypeAlias = Literal["summary", "digest"]
+"""``summary``: the model summarised; ``digest``: it failed, a plain digest took its place."""
+CompactionReason: TypeAlias = Literal["proactive", "context_too_long"]
+"""``proactive``: the next request would not fit; ``context_too_long``: the provider said so."""
+
+
 class Compacted(_SessionEventBody, frozen=True, tag="compacted"):
-    """Older history was replaced by a summary (``method``: ``summary`` or ``digest``)."""
+    """Older history was replaced by a summary."""
 
     before_tokens: int
     after_tokens: int
     removed_messages: int
-    method: str
-    reason: str
-    """``proactive`` (the next request would not fit) or ``context_too_long`` (the provider said so)."""
+    method: CompactionMethod
+    reason: CompactionReason
 
 
-class CandidatesProposed(_SessionEventBody, frozen=True, tag="memory_candidates"):
+class CandidatesProposed(_SessionEventBody, frozen=True, tag="candidates_proposed"):
     """L1 memory candidates extracted after a turn."""
 
     candidates: tuple[MemoryCandidate, ...]
 
 
-class SessionFinalizing(_SessionEventBody, frozen=True, tag="finalizing"):
+class SessionFinalizing(_SessionEventBody, frozen=True, tag="session_finalizing"):
     reason: CloseReason
 
 
-class SessionClosed(_SessionEventBody, frozen=True, tag="closed"):
+class SessionClosed(_SessionEventBody, frozen=True, tag="session_closed"):
     reason: CloseReason
 
 
-class SessionFailed(_SessionEventBody, frozen=True, tag="session_error"):
+class SessionFailed(_SessionEventBody, frozen=True, tag="session_failed"):
     """Something outside a turn failed (extraction, a hook, the journal); the Session goes on
     unless ``fatal``."""
 
@@ -150,7 +167,12 @@ class SessionFailed(_SessionEventBody, frozen=True, tag="session_error"):
 
 
 class EventsDropped(_SessionEventBody, frozen=True, tag="events_dropped"):
-    """Sent to one subscriber that fell behind: events ``first_seq``..``last_seq`` are gone."""
+    """Sent to one subscriber that fell behind: events ``first_seq``..``last_seq`` are gone,
+    every one of them (the subscriber receives none of that range).
+
+    It is not a published event but a note to one subscriber, so its envelope carries
+    ``seq=0``, which no published event has (they count from 1).
+    """
 
     count: int
     first_seq: int
@@ -197,13 +219,24 @@ class SessionEnded(_AgentEventBody, frozen=True, tag="session_ended"):
     reason: CloseReason
 
 
-class MemoryDecided(_AgentEventBody, frozen=True, tag="memory_decision"):
+class MemoryDecided(_AgentEventBody, frozen=True, tag="memory_decided"):
     """The Agent decided what a memory candidate (or a maintenance step) changes."""
 
-    decision: str
+    decision: DecisionKind
     reason: str
     fact_ids: tuple[str, ...] = ()
     candidate_id: str | None = None
+
+
+class JournalQuarantined(_AgentEventBody, frozen=True, tag="journal_quarantined"):
+    """A Session journal could not be read when the Agent started: it was renamed to
+    ``moved_to`` (kept for inspection, never reopened) and the memory candidates of its
+    readable lines (``recovered_candidates`` of them) were decided."""
+
+    path: str
+    moved_to: str
+    error: str
+    recovered_candidates: int = 0
 
 
 class WakeupFired(_AgentEventBody, frozen=True, tag="wakeup_fired"):
@@ -222,7 +255,7 @@ class WakeupSkipped(_AgentEventBody, frozen=True, tag="wakeup_skipped"):
 
 
 AgentEventBody: TypeAlias = (
-    SessionOpened | SessionEnded | MemoryDecided | WakeupFired | WakeupSkipped
+    SessionOpened | SessionEnded | MemoryDecided | JournalQuarantined | WakeupFired | WakeupSkipped
 )
 
 

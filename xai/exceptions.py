@@ -7,12 +7,14 @@ retry may help.
 
     XaiError
     ├── UsageError                  you used the library wrong
-    │   ├── ConfigurationError      missing or invalid settings (names the variable)
+    │   ├── ConfigurationError      missing or invalid settings (names the variable or file)
+    │   │   └── AgentLockedError    another process runs that Agent directory (directory, pid)
     │   ├── ToolDefinitionError     a function that cannot become a tool
     │   └── SessionClosedError      input sent to a Session that is closing or closed
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
-        ├── JournalError            a Session journal cannot be read (file, line)
+        ├── JournalError            a journal or the memory ledger cannot be read (path, line)
+        │   └── LedgerGapError      the memory ledger misses decisions (path, line, missing)
         └── ProviderError           the model provider failed (status_code, retryable)
             ├── AuthenticationError       401 / 403
             ├── BadRequestError           400 / 404 / 422: the request itself is wrong
@@ -31,11 +33,13 @@ Messages never contain secrets: provider errors pass their text through
 from __future__ import annotations
 
 __all__ = [
+    "AgentLockedError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
     "ContextTooLongError",
     "JournalError",
+    "LedgerGapError",
     "MalformedStreamError",
     "ProviderConnectionError",
     "ProviderError",
@@ -71,6 +75,21 @@ class ConfigurationError(UsageError):
         self.variable = variable
 
 
+class AgentLockedError(ConfigurationError):
+    """Another process (or another ``Agent`` object) runs the Agent in ``directory``.
+
+    One process owns an Agent directory at a time: the lock is an OS file lock on
+    ``directory/agent.lock``, released when its holder stops or dies. ``pid`` is the
+    holder's process id, when it could be read.
+    """
+
+    def __init__(self, directory: str, pid: int | None) -> None:
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(f"the Agent directory {directory} is in use by {holder}")
+        self.directory = directory
+        self.pid = pid
+
+
 class ToolDefinitionError(UsageError):
     """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
 
@@ -93,7 +112,8 @@ class ToolError(RunError):
 
 
 class JournalError(RunError):
-    """A Session journal is corrupt where it cannot be a torn last write.
+    """An append-only file (a Session journal, the memory ledger) is corrupt where it cannot
+    be a torn last write.
 
     ``path`` and ``line`` (1-based) say where.
     """
@@ -102,6 +122,22 @@ class JournalError(RunError):
         super().__init__(f"{path}:{line}: {message}")
         self.path = path
         self.line = line
+
+
+class LedgerGapError(JournalError):
+    """The memory ledger lacks decisions: line ``line`` has sequence number ``found`` where
+    ``missing`` (the first absent one) was due. The Agent refuses to start rather than
+    forget what those decisions said; restore the ledger from a backup.
+    """
+
+    def __init__(self, *, path: str, line: int, missing: int, found: int) -> None:
+        span = f"{missing}" if found == missing + 1 else f"{missing}-{found - 1}"
+        what = f"decision(s) {span} are missing" if found > missing else "out of order"
+        super().__init__(
+            f"{what}: expected decision {missing}, found {found}", path=path, line=line
+        )
+        self.missing = missing
+        self.found = found
 
 
 class ProviderError(RunError):

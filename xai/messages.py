@@ -17,6 +17,7 @@ __all__ = [
     "AssistantMessage",
     "CandidateKind",
     "CloseReason",
+    "DecisionKind",
     "ErrorInfo",
     "MemoryCandidate",
     "Message",
@@ -254,6 +255,12 @@ class MemoryCandidate(msgspec.Struct, frozen=True, kw_only=True):
 
 
 CloseReason: TypeAlias = Literal["closed", "error", "owner_shutdown", "cancelled"]
+
+DecisionKind: TypeAlias = Literal[
+    "add", "reinforce", "merge", "supersede", "drop", "promote", "decay", "compact", "forget"
+]
+"""What the Agent decided about a memory candidate (or a maintenance step): the kind of a
+ledger ``Decision`` and of a ``MemoryDecided`` event."""
 
 
 _message_decoder = msgspec.json.Decoder(Message)

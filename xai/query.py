@@ -15,7 +15,7 @@ the tool set (``ToolSet(context=...)``), never through this API.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import anyio
 import msgspec
@@ -50,6 +50,7 @@ from xai.providers import (
     StreamFinished,
     TextChunk,
     ThinkingChunk,
+    ToolCallChunk,
     ToolCallReady,
     UsageReport,
 )
@@ -69,7 +70,11 @@ _log = get_logger(__name__)
 
 
 class EventSink(Protocol):
-    """Where a Query may send its events with back-pressure (an anyio send stream fits)."""
+    """Where a Query may send its events with back-pressure (an anyio send stream fits).
+
+    A cancel may interrupt a ``send``; a ``MessageCommitted`` so interrupted is sent
+    again (see ``MessageCommitted``), other events are not.
+    """
 
     async def send(self, item: QueryEvent, /) -> None: ...
 
@@ -181,11 +186,12 @@ class _Run:
     """The scratch of one Query run; nothing here outlives ``Query.run``."""
 
     __slots__ = (
+        "announced",
         "channel",
         "history",
         "last_prompt_tokens",
+        "observed",
         "observers",
-        "pending",
         "produced",
         "query",
         "query_id",
@@ -215,25 +221,40 @@ class _Run:
         self.streaming = False
         self.text: list[str] = []
         self.thinking: list[str] = []
-        self.pending: dict[int, ToolCall] = {}
         self.last_prompt_tokens = 0
+        # Ids of produced messages whose MessageCommitted reached the observers / the
+        # channel: a cancel can interrupt the channel's send, and salvage sends it again.
+        self.observed: set[str] = set()
+        self.announced: set[str] = set()
 
     async def publish(self, event: QueryEvent) -> None:
+        self.observe(event)
+        if self.channel is not None:
+            await self.channel.send(event)
+
+    def observe(self, event: QueryEvent) -> None:
         for observer in self.observers:
             try:
                 observer(event)
             except Exception:
                 _log.exception("query.observer_failed", observer=repr(observer))
-        if self.channel is not None:
-            await self.channel.send(event)
 
     async def commit(self, message: Message) -> None:
         # Recorded before anyone is told, so a cancel while publishing cannot lose it.
         self.history.append(message)
         self.produced.append(message)
-        await self.publish(
-            MessageCommitted(query_id=self.query_id, round=self.round, message=message)
-        )
+        await self.announce(message)
+
+    async def announce(self, message: Message) -> None:
+        """``MessageCommitted`` for a produced message, to whoever has not had it yet."""
+        event = MessageCommitted(query_id=self.query_id, round=self.round, message=message)
+        if message.id not in self.observed:
+            self.observed.add(message.id)
+            self.observe(event)
+        if message.id not in self.announced:
+            if self.channel is not None:
+                await self.channel.send(event)
+            self.announced.add(message.id)
 
     async def execute(self, token: CancelToken | None) -> QueryResult:
         outcome: tuple[StopReason, ErrorInfo | None] | None = None
@@ -278,7 +299,8 @@ class _Run:
         return result
 
     async def salvage(self) -> None:
-        """Make what was produced a valid history: keep partial text, answer open tool calls."""
+        """Make what was produced a valid history: keep partial text, finish announcing what
+        a cancel interrupted, and answer every tool call still without a result."""
         if self.streaming:
             self.streaming = False
             if self.text or self.thinking:
@@ -289,9 +311,16 @@ class _Run:
                         interrupted=True,
                     )
                 )
-        for call in list(self.pending.values()):
-            await self.commit(_synthetic(call, INTERRUPTED_TOOL_TEXT))
-        self.pending.clear()
+        for message in list(self.produced):
+            if message.id not in self.announced:
+                await self.announce(message)
+        answered = {m.tool_call_id for m in self.produced if isinstance(m, ToolMessage)}
+        for message in list(self.produced):
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        answered.add(call.id)
+                        await self.commit(_synthetic(call, INTERRUPTED_TOOL_TEXT))
 
     async def loop(self) -> tuple[StopReason, ErrorInfo | None]:
         config = self.query.config
@@ -335,21 +364,25 @@ class _Run:
         events = self.query.provider.stream(request)
         try:
             async for event in events:
-                if type(event) is TextChunk:
+                if isinstance(event, TextChunk):
                     text.append(event.text)
                     await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
-                elif type(event) is ThinkingChunk:
+                elif isinstance(event, ThinkingChunk):
                     thinking.append(event.text)
                     await self.publish(
                         ThinkingDelta(query_id=query_id, round=round_, text=event.text)
                     )
-                elif type(event) is ToolCallReady:
+                elif isinstance(event, ToolCallReady):
                     calls.append(event.call)
-                elif type(event) is UsageReport:
+                elif isinstance(event, UsageReport):
                     usage = event.usage
                     self.last_prompt_tokens = usage.prompt_tokens
-                elif type(event) is StreamFinished:
+                elif isinstance(event, StreamFinished):
                     finish = event.reason
+                elif isinstance(event, ToolCallChunk):
+                    pass  # the provider assembles calls: ToolCallReady carries each whole
+                else:
+                    assert_never(event)
         finally:
             # Close the stream now (not whenever it is collected): it holds a connection.
             aclose = getattr(events, "aclose", None)
@@ -370,33 +403,30 @@ class _Run:
         )
 
     async def run_tools(self, calls: tuple[ToolCall, ...]) -> None:
-        self.pending = dict(enumerate(calls))
         limiter = anyio.CapacityLimiter(self.query.config.tool_concurrency)
         async with anyio.create_task_group() as group:
-            for index, call in enumerate(calls):
-                group.start_soon(self.run_tool, index, call, limiter)
+            for call in calls:
+                group.start_soon(self.run_tool, call, limiter)
 
-    async def run_tool(self, index: int, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
+    async def run_tool(self, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
         async with limiter:
             await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
             result = await self.query.tools.call(
                 call, default_timeout=self.query.config.tool_timeout
             )
-        del self.pending[index]
         message = ToolMessage(
             tool_call_id=call.id,
             tool_name=call.name,
             content=result.content,
             is_error=not result.success,
         )
+        # Produced (so salvage neither loses nor re-answers it) before anyone is told.
         self.history.append(message)
         self.produced.append(message)
         await self.publish(
             ToolCallFinished(query_id=self.query_id, round=self.round, result=result)
         )
-        await self.publish(
-            MessageCommitted(query_id=self.query_id, round=self.round, message=message)
-        )
+        await self.announce(message)
 
 
 def _synthetic(call: ToolCall, text: str) -> ToolMessage:

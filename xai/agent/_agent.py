@@ -2,25 +2,28 @@
 
 Everything an Agent has lives under one directory::
 
+    agent.lock            held (flock) by the one process running the Agent
     agent.json            its id and creation time
     persona.md            the persona (L3)
+    schedules.json        the wake-ups
     memory/ledger.jsonl   every memory decision (the truth)
     memory/index/         the chromadb index of facts (derived, repaired on start)
     sessions/<id>/        one journal per Session (parents and children alike)
 
-Starting an Agent on an existing directory brings back its memory and reopens
-every Session that had not closed. The Agent is the only writer of long-term
-memory: Sessions propose candidates (as events, and in their finalising
-hooks), one adjudication task decides them in order.
+Constructing an ``Agent`` only reads; ``run`` takes the directory's lock before
+it writes anything. Starting an Agent on an existing directory brings back its
+memory and reopens every Session that had not closed (see ``_resume``). The
+Agent is the only writer of long-term memory: Sessions propose candidates (as
+events, and in their finalising hooks), one adjudication task decides them in
+order.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 import anyio.abc
@@ -30,26 +33,28 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from xai import _actor
 from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
+from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
+from xai.agent._resume import Damaged, LeftOver, Reopen, scan_sessions, set_aside
 from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
     AgentEvent,
     CandidatesProposed,
+    JournalQuarantined,
     MemoryDecided,
     SessionClosed,
     SessionEnded,
     SessionEvent,
     SessionOpened,
 )
-from xai.exceptions import ConfigurationError, JournalError, SessionClosedError
+from xai.exceptions import ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
-from xai.messages import MemoryCandidate, Origin, UserMessage, new_id
+from xai.messages import CloseReason, MemoryCandidate, Message, Origin, UserMessage, new_id
 from xai.providers import Provider
 from xai.session import (
     HELPER_INSTRUCTIONS,
-    JOURNAL_FILE,
     FinalizingContext,
     Hub,
     OverflowPolicy,
@@ -57,7 +62,6 @@ from xai.session import (
     SessionConfig,
     Subscription,
     SystemPrompt,
-    read_journal,
 )
 from xai.tools import Tool, ToolSet
 
@@ -83,11 +87,34 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     event_buffer: int = 10_000
 
 
-class _Job(msgspec.Struct):
-    session_id: str
-    candidates: tuple[MemoryCandidate, ...]
-    session: Any
-    done: Any
+JOB_QUEUE = 64
+"""Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
+
+
+class _Job:
+    """Candidates of one Session for the adjudicator. ``done`` is set when the job is over
+    (``decided`` says whether its candidates were decided and acknowledged)."""
+
+    __slots__ = ("candidates", "decided", "done", "session", "session_id")
+
+    def __init__(
+        self,
+        session_id: str,
+        candidates: tuple[MemoryCandidate, ...],
+        session: Session | None,
+        done: anyio.Event | None,
+    ) -> None:
+        self.session_id = session_id
+        self.candidates = candidates
+        self.session: Session | None = session
+        self.done: anyio.Event | None = done
+        self.decided = False
+
+
+class AdjudicationStopped(RuntimeError):
+    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
+    or was cancelled), or failed, before it decided a closing Session's candidates. The
+    Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
 class _AgentInfo(msgspec.Struct, frozen=True):
@@ -102,6 +129,10 @@ class Agent:
     (``await group.start(agent.run)``). Open conversations with
     ``open_session``; observe everything with ``events()``; ``close()`` closes
     every Session (their candidates are adjudicated first), then the memory.
+
+    ``embedder`` and ``judge`` are the caller's: the Agent never closes what it
+    was given (an ``AgentHost`` shares one embedder among its Agents), only the
+    embedder it made itself when none was given.
     """
 
     def __init__(
@@ -121,11 +152,15 @@ class Agent:
         self.provider = provider
         self.config = config if config is not None else AgentConfig()
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.id = self._identity(agent_id)
+        # Nothing is written before `run` holds the directory's lock: what is new is kept
+        # here until then.
+        self._identity = self._read_identity(agent_id)
+        self.id = self._identity.agent_id
         stored = load_persona(self.directory / "persona.md")
-        if persona is not None and stored is None:
-            save_persona(self.directory / "persona.md", persona)
         self._persona = stored if stored is not None else (persona or Persona())
+        self._persona_unsaved = persona is not None and stored is None
+        self._own_embedder = embedder is None
+        self._embedder_closed = False
         self.memory = LongTermMemory(
             self.directory / "memory",
             embedder=embedder if embedder is not None else default_embedder(),
@@ -145,6 +180,8 @@ class Agent:
             return AgentEvent(agent_id_, seq, session_id, body)
 
         self._hub: Hub[AgentEvent] = Hub(wrap)
+        self._lock = DirectoryLock(self.directory)
+        self._files: anyio.Lock | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
         self._jobs: MemoryObjectSendStream[_Job] | None = None
@@ -154,18 +191,36 @@ class Agent:
         self._scheduler_scope: anyio.CancelScope | None = None
         self.scheduler = Scheduler(self, self.clock)
 
-    def _identity(self, agent_id: str | None) -> str:
+    def _read_identity(self, agent_id: str | None) -> _AgentInfo:
+        path = self.directory / "agent.json"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return _AgentInfo(agent_id=agent_id or new_id(), created_at=time.time())
+        try:
+            info = msgspec.json.decode(data, type=_AgentInfo)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ConfigurationError(f"{path} is damaged: {exc}") from None
+        if agent_id is not None and agent_id != info.agent_id:
+            raise ConfigurationError(
+                f"{self.directory} holds agent {info.agent_id!r}, not {agent_id!r}"
+            )
+        return info
+
+    def _settle_files(self) -> None:
+        """Under the lock: write what construction only read or made up. Blocking."""
         path = self.directory / "agent.json"
         if path.exists():
-            info = msgspec.json.decode(path.read_bytes(), type=_AgentInfo)
-            if agent_id is not None and agent_id != info.agent_id:
+            on_disk = self._read_identity(None)
+            if on_disk.agent_id != self.id:  # written by another process since __init__
                 raise ConfigurationError(
-                    f"{self.directory} holds agent {info.agent_id!r}, not {agent_id!r}"
+                    f"{self.directory} now holds agent {on_disk.agent_id!r}, not {self.id!r}"
                 )
-            return info.agent_id
-        info = _AgentInfo(agent_id=agent_id or new_id(), created_at=time.time())
-        write_atomic(path, msgspec.json.encode(info))
-        return info.agent_id
+        else:
+            write_atomic(path, msgspec.json.encode(self._identity))
+        if self._persona_unsaved:
+            save_persona(self.directory / "persona.md", self._persona)
+            self._persona_unsaved = False
 
     # -- state ---------------------------------------------------------------------
 
@@ -173,10 +228,20 @@ class Agent:
     def persona(self) -> Persona:
         return self._persona
 
-    def set_persona(self, persona: Persona) -> None:
-        """Replace the persona (saved at once; Sessions opened from now on get it)."""
-        save_persona(self.directory / "persona.md", persona)
+    async def set_persona(self, persona: Persona) -> None:
+        """Replace the persona; Sessions opened from now on get it.
+
+        It is on disk (written in a worker thread) when this returns, or, before the
+        Agent runs, when ``run`` starts.
+        """
         self._persona = persona
+        self._persona_unsaved = True
+        if self._files is not None and self._lock.held:
+            async with self._files:  # one writer of the file at a time; the last one wins
+                current = self._persona
+                await anyio.to_thread.run_sync(save_persona, self.directory / "persona.md", current)
+                if self._persona is current:
+                    self._persona_unsaved = False
 
     @property
     def sessions(self) -> dict[str, Session]:
@@ -212,41 +277,71 @@ class Agent:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """The Agent's task: returns once every Session is closed and the memory is flushed."""
+        """The Agent's task: returns once every Session is closed and the memory is flushed.
+
+        It first takes the directory's lock (``AgentLockedError`` if another process
+        or ``Agent`` holds it). An error while starting (the lock, a damaged file) is
+        raised as itself, not inside an ``ExceptionGroup``; ``run`` can then be called
+        again once the cause is fixed.
+        """
         if self._running:
             raise ConfigurationError(f"agent {self.id} is already running")
         self._running = True
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
-        with bind_ids(agent_id=self.id):
+        try:
+            with bind_ids(agent_id=self.id), _actor.single_errors():
+                await anyio.to_thread.run_sync(self._lock.acquire)
+                try:
+                    await self._run_locked(task_status)
+                finally:
+                    self._lock.release()
+        finally:
+            self._hub.end()
+            self._stopped.set()
+            self._running = False
+
+    async def _run_locked(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        assert self._stopping is not None
+        self._files = anyio.Lock()
+        async with self._files:
+            await anyio.to_thread.run_sync(self._settle_files)
+        await self.scheduler.load()
+        if self._own_embedder and self._embedder_closed:  # run again after a stop
+            self.memory.embedder = default_embedder()
+            self._embedder_closed = False
+        try:
             await self.memory.open()
-            send, receive = anyio.create_memory_object_stream[_Job](math.inf)
+            send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
             self._jobs = send
-            try:
-                async with anyio.create_task_group() as group:
-                    self._group = group
-                    group.start_soon(self._adjudicate_forever, receive)
-                    if self.config.resume_sessions:
-                        await self._resume_sessions()
-                    await group.start(self._run_scheduler)
-                    task_status.started()
-                    await self._stopping.wait()
-                    with anyio.CancelScope(shield=True):
-                        if self._scheduler_scope is not None:
-                            self._scheduler_scope.cancel()
-                        await self._close_sessions()
-                        await send.aclose()
-            finally:
-                self._jobs = None
-                self._group = None
+            async with anyio.create_task_group() as group:
+                self._group = group
+                group.start_soon(self._adjudicate_forever, receive)
+                if self.config.resume_sessions:
+                    await self._resume_sessions()
+                await group.start(self._run_scheduler)
+                task_status.started()
+                await self._stopping.wait()
                 with anyio.CancelScope(shield=True):
-                    await self.memory.close()
-                    aclose = getattr(self.memory.embedder, "aclose", None)
-                    if aclose is not None:  # an embeddings endpoint client
-                        await aclose()
-                self._hub.end()
-                self._stopped.set()
-                self._running = False
+                    if self._scheduler_scope is not None:
+                        self._scheduler_scope.cancel()
+                    await self._close_sessions()
+                    await send.aclose()
+        finally:
+            self._jobs = None
+            self._group = None
+            with anyio.CancelScope(shield=True):
+                await self.memory.close()
+                await self._close_embedder()
+
+    async def _close_embedder(self) -> None:
+        """Close the embedder the Agent made (an endpoint client), never one it was given."""
+        if not self._own_embedder or self._embedder_closed:
+            return
+        self._embedder_closed = True
+        aclose = getattr(self.memory.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     async def _run_scheduler(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -366,7 +461,7 @@ class Agent:
             body = event.event
             self._publish(session.id, body)
             if isinstance(body, CandidatesProposed):
-                self._enqueue(session, body.candidates, None)
+                self._offer(_Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
                 self._publish(session.id, SessionEnded(reason=body.reason))
@@ -375,81 +470,139 @@ class Agent:
         return forward
 
     async def _on_finalizing(self, context: FinalizingContext) -> None:
-        """A Session is closing: its unreported candidates are decided before it goes."""
+        """A Session is closing: its unacknowledged candidates are decided before it goes.
+
+        Returns once they are decided (and acknowledged). Raises at once if the
+        adjudicator has stopped (or when it stops, or fails on them), so that the
+        Session records itself ``closing``, not closed: the candidates stay in its
+        journal for the next start. A decision that comes after the Session closed
+        acknowledges them late, which completes its close.
+        """
         if not context.candidates:
             return
         done = anyio.Event()
-        if self._enqueue(
-            self._sessions.get(context.session_id), context.candidates, done, context.session_id
-        ):
-            await done.wait()
-
-    def _enqueue(
-        self,
-        session: Session | None,
-        candidates: tuple[MemoryCandidate, ...],
-        done: anyio.Event | None,
-        session_id: str | None = None,
-    ) -> bool:
-        if self._jobs is None:
-            _log.warning("agent.candidates_after_stop", count=len(candidates))
-            return False
         job = _Job(
-            session_id=session.id if session is not None else (session_id or ""),
-            candidates=candidates,
-            session=session,
-            done=done,
+            context.session_id, context.candidates, self._sessions.get(context.session_id), done
         )
-        self._jobs.send_nowait(job)
+        if await self._enqueue(job):
+            await done.wait()  # set when decided, and when the adjudicator stops without
+        if not job.decided:
+            raise AdjudicationStopped(
+                f"agent {self.id} did not decide the {len(job.candidates)} memory candidates "
+                f"of session {context.session_id}: they wait in its journal"
+            )
+
+    async def _enqueue(self, job: _Job) -> bool:
+        """Queue ``job``, waiting while the queue is full. False once the adjudicator stopped."""
+        jobs = self._jobs
+        if jobs is None:
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
+            return False
+        try:
+            await jobs.send(job)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
+            return False
         return True
 
-    async def _resume_sessions(self) -> None:
-        root = self.directory / "sessions"
-        if not root.is_dir():
+    def _offer(self, job: _Job) -> None:
+        """Queue ``job`` if there is room. When there is none (the adjudicator is behind),
+        the candidates stay with their Session, unacknowledged and journaled, and its close
+        hands them over: the event forwarder never waits (it also carries ``SessionClosed``)."""
+        jobs = self._jobs
+        if jobs is None:
             return
-        for path in sorted(root.iterdir()):
-            journal = path / JOURNAL_FILE
-            if not journal.is_file():
-                continue
-            try:
-                state = await anyio.to_thread.run_sync(read_journal, journal)
-            except (JournalError, OSError) as exc:
-                _log.error("agent.session_unreadable", path=str(path), error=str(exc))
-                continue
-            if state.closed is not None:
-                continue
-            session = Session.reopen(
-                path,
-                self.provider,
-                tools=self._tools,
-                config=self.config.session,
-                child_factory=self._spawn_child,
-                depth=state.header.depth,
-            )
-            await self._start(
-                session, SessionOpened(parent_id=state.header.parent_id, resumed=True)
-            )
-            pending = tuple(c for c in state.candidates if c.id not in state.reported)
-            if pending:
-                self._enqueue(session, pending, None)
+        try:
+            jobs.send_nowait(job)
+        except anyio.WouldBlock:
+            _log.info("agent.adjudication_behind", session_id=job.session_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
+
+    async def _resume_sessions(self) -> None:
+        """Act on every journal found under ``sessions/`` (each read once, in a worker
+        thread): see ``xai.agent._resume``."""
+        found = await anyio.to_thread.run_sync(scan_sessions, self.directory / "sessions")
+        for item in found:
+            if isinstance(item, Reopen):
+                await self._reopen(item)
+            elif isinstance(item, LeftOver):
+                await self._decide_left_over(item.session_id, item.candidates, item.history)
+            elif isinstance(item, Damaged):
+                await self._quarantine(item)
+            else:
+                assert_never(item)
+
+    async def _reopen(self, item: Reopen) -> None:
+        state = item.state
+        header = state.header
+        session = Session.reopen(
+            item.directory,
+            self.provider,
+            tools=self._tools,
+            config=self.config.session,
+            child_factory=self._spawn_child,
+            depth=header.depth,
+            state=state,
+        )
+        await self._start(session, SessionOpened(parent_id=header.parent_id, resumed=True))
+        retire: CloseReason | None = state.closing
+        if retire is None and header.parent_id is not None:
+            retire = "cancelled"  # an orphan: its parent's delegate call was interrupted
+        if retire is not None:
+            # Closed at once: its finalising hook hands its candidates to the adjudicator.
+            assert self._group is not None
+            self._group.start_soon(session.close, retire)
+            return
+        pending = tuple(state.unacknowledged)
+        if pending:
+            await self._enqueue(_Job(session.id, pending, session, None))
+
+    async def _decide_left_over(
+        self,
+        session_id: str,
+        candidates: tuple[MemoryCandidate, ...],
+        history: Sequence[Message],
+    ) -> None:
+        """Decide candidates no live Session will deliver (those not decided already)."""
+        todo = tuple(
+            c if _grounded_in(history, c) else msgspec.structs.replace(c, evidence=())
+            for c in candidates
+            if not self.memory.decided(c.id)
+        )
+        if todo:
+            decisions = await self.memory.adjudicate(todo, session_id=session_id)
+            self._announce(session_id, decisions)
+
+    async def _quarantine(self, item: Damaged) -> None:
+        """Keep what the journal's readable lines say, then set the file aside for good."""
+        await self._decide_left_over(item.session_id, item.candidates, item.history)
+        moved = await anyio.to_thread.run_sync(set_aside, item.journal)
+        _log.error(
+            "agent.journal_quarantined",
+            path=str(item.journal),
+            moved_to=str(moved),
+            error=item.error,
+            recovered_candidates=len(item.candidates),
+        )
+        self._publish(
+            item.session_id,
+            JournalQuarantined(
+                path=str(item.journal),
+                moved_to=str(moved),
+                error=item.error,
+                recovered_candidates=len(item.candidates),
+            ),
+        )
 
     # -- adjudication ----------------------------------------------------------------
 
     def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
         """Evidence must be user-origin input of that Session (when its history still has it)."""
-        if not candidate.evidence:
-            return False
-        if session is None:
-            return True
-        by_id = {m.id: m for m in session.history if isinstance(m, UserMessage)}
-        for evidence in candidate.evidence:
-            message = by_id.get(evidence)
-            if message is not None and message.origin != "user":
-                return False
-        return True
+        return _grounded_in(session.history if session is not None else (), candidate)
 
     async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[_Job]) -> None:
-        async with jobs:
+        try:
             async for job in jobs:
                 try:
                     candidates = tuple(
@@ -460,10 +613,38 @@ class Agent:
                     )
                     decisions = await self.memory.adjudicate(candidates, session_id=job.session_id)
                     if job.session is not None:
+                        # Also after the Session closed: a late acknowledgement completes
+                        # a close whose hook could not wait for it.
                         job.session.acknowledge_candidates(c.id for c in job.candidates)
+                    job.decided = True
                     self._announce(job.session_id or None, decisions)
                 except Exception:
                     _log.exception("agent.adjudication_failed", session_id=job.session_id)
                 finally:
                     if job.done is not None:
                         job.done.set()
+        finally:
+            # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
+            # stops waiting now, and sends from now on fail at once. (No await in here.)
+            while True:
+                try:
+                    job = jobs.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                if job.done is not None:
+                    job.done.set()
+            jobs.close()
+            if self._jobs is not None:
+                self._jobs.close()  # (run() closes it too when it stops normally)
+
+
+def _grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:
+    """Evidence must be user-origin input (when ``history`` still has the message)."""
+    if not candidate.evidence:
+        return False
+    by_id = {m.id: m for m in history if isinstance(m, UserMessage)}
+    for evidence in candidate.evidence:
+        message = by_id.get(evidence)
+        if message is not None and message.origin != "user":
+            return False
+    return True

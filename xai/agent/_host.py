@@ -18,7 +18,7 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.exceptions import ConfigurationError, SessionClosedError
-from xai.memory import Embedder, Fact, ScoredFact
+from xai.memory import Embedder, Fact, ScoredFact, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
 
@@ -50,7 +50,9 @@ class AgentHost:
     """Starts Agents on demand under ``root/<agent_id>`` and routes calls to them.
 
     ``provider_for(agent_id)`` gives each Agent its provider (one shared
-    provider is fine). Use as ``async with AgentHost(...) as host``.
+    provider is fine). Every Agent gets the one ``embedder``: the caller's if
+    given (the caller closes it), else one the host makes when it starts and
+    closes when it stops. Use as ``async with AgentHost(...) as host``.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class AgentHost:
         self.root = Path(root)
         self._provider_for = provider_for
         self._embedder = embedder
+        self._made_embedder: Embedder | None = None
         self._config = config
         self._agents: dict[str, Agent] = {}
         self._group: anyio.abc.TaskGroup | None = None
@@ -71,6 +74,8 @@ class AgentHost:
 
     async def __aenter__(self) -> AgentHost:
         self._lock = anyio.Lock()
+        if self._embedder is None:
+            self._made_embedder = default_embedder()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         return self
@@ -80,7 +85,14 @@ class AgentHost:
         with anyio.CancelScope(shield=True):
             await self.close()
         group, self._group = self._group, None
-        return await group.__aexit__(*exc_info)
+        try:
+            return await group.__aexit__(*exc_info)
+        finally:
+            made, self._made_embedder = self._made_embedder, None
+            aclose = getattr(made, "aclose", None)
+            if aclose is not None:  # an endpoint client the host made: its to close
+                with anyio.CancelScope(shield=True):
+                    await aclose()
 
     async def agent(self, agent_id: str) -> Agent:
         """The running Agent ``agent_id``, started (from its directory) if needed."""
@@ -95,7 +107,7 @@ class AgentHost:
                     self.root / agent_id,
                     self._provider_for(agent_id),
                     agent_id=agent_id,
-                    embedder=self._embedder,
+                    embedder=self._embedder or self._made_embedder,
                     config=self._config,
                 )
                 await self._group.start(agent.run)
@@ -147,6 +159,15 @@ class AgentHost:
 
     async def facts(self, agent_id: str) -> list[Fact]:
         return (await self.agent(agent_id)).memory.facts()
+
+    async def close_agent(self, agent_id: str) -> None:
+        """Stop one Agent (its Sessions close first); the next call for it starts it again."""
+        if self._lock is None:
+            return
+        async with self._lock:
+            agent = self._agents.pop(agent_id, None)
+        if agent is not None:
+            await agent.close()
 
     async def close(self) -> None:
         """Close every Agent (each closes its Sessions first)."""

@@ -3,8 +3,11 @@
 One task sleeps until the earliest due wake-up (or until the schedule
 changes, an event is notified or the Agent goes idle), fires what is due, and
 re-arms. Schedules persist in ``schedules.json`` under the Agent's directory
-(written atomically on every change) and are re-armed on restart, missed
-firings handled by each wake-up's misfire policy.
+and are re-armed on restart, missed firings handled by each wake-up's misfire
+policy. The file is read when the Agent starts and written atomically after
+every change by one writer task, in a worker thread (never on the event loop):
+a burst of changes is one write; ``await scheduler.flush()`` waits until every
+change made so far is on disk.
 """
 
 from __future__ import annotations
@@ -59,24 +62,66 @@ class Scheduler:
         self._group: anyio.abc.TaskGroup | None = None
         self._idle_since: float | None = None
         self._idle_fired: set[str] = set()
-        self._load()
+        self._changes = 0  # every change counts; `_saved` is the count on disk
+        self._saved = 0
+        self._writes: anyio.Lock | None = None
+        self._want_write: anyio.Event | None = None
 
     # -- the schedule ----------------------------------------------------------------
 
-    def _load(self) -> None:
-        if self._path.exists():
-            for state in _decode(self._path.read_bytes()):
-                self._states[state.wakeup.id] = state
+    async def load(self) -> None:
+        """Read ``schedules.json`` (the Agent calls this once it holds its directory).
+        Wake-ups added before keep their new definition."""
+        self._writes = anyio.Lock()
+        stored = await anyio.to_thread.run_sync(self._read)
+        added, self._states = self._states, {s.wakeup.id: s for s in stored}
+        self._states.update(added)
+        if added:
+            self._save()
+
+    def _read(self) -> list[WakeupState]:
+        try:
+            data = self._path.read_bytes()
+        except FileNotFoundError:
+            return []
+        try:
+            return _decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ConfigurationError(f"{self._path} is damaged: {exc}") from None
 
     def _save(self) -> None:
-        write_atomic(self._path, _encode(list(self._states.values())))
+        """The schedule changed: the writer task saves it."""
+        self._changes += 1
+        if self._want_write is not None:
+            self._want_write.set()
+
+    async def flush(self) -> None:
+        """Wait until every change made so far is in ``schedules.json`` (a no-op before the
+        Agent runs: it saves them when it starts)."""
+        if self._writes is None:
+            return
+        async with self._writes:
+            changes = self._changes
+            if changes == self._saved:
+                return
+            data = _encode(list(self._states.values()))
+            await anyio.to_thread.run_sync(write_atomic, self._path, data)
+            self._saved = max(self._saved, changes)
+
+    async def _writer(self) -> None:
+        while True:
+            self._want_write = anyio.Event()
+            if self._changes == self._saved:
+                await self._want_write.wait()
+            await self.flush()
 
     def register_builder(self, name: str, builder: Builder) -> None:
         """Builders are code, so they are registered by name (again after each restart)."""
         self._builders[name] = builder
 
     def add(self, wakeup: Wakeup) -> WakeupState:
-        """Add (or replace) a wake-up; it is saved and armed at once."""
+        """Add (or replace) a wake-up; it is armed at once and saved by the writer task
+        (``await flush()`` to wait for the file)."""
         state = WakeupState(wakeup=wakeup)
         state.next_at = self._arm(wakeup, self.clock.now())
         self._states[wakeup.id] = state
@@ -160,6 +205,7 @@ class Scheduler:
     ) -> None:
         async with anyio.create_task_group() as group:
             self._group = group
+            group.start_soon(self._writer)
             self._misfires()
             if not self._agent.sessions:
                 self._idle_since = self.clock.now()
@@ -184,18 +230,24 @@ class Scheduler:
                             waiters.cancel_scope.cancel()
             finally:
                 self._group = None
+                self._want_write = None
+                with anyio.CancelScope(shield=True):
+                    await self.flush()
 
     def _misfires(self) -> None:
         now = self.clock.now()
+        missed = False
         for state in self._states.values():
             if state.finished or state.next_at is None or state.next_at > now:
                 continue
+            missed = True
             self._advance(state, now)
             if state.wakeup.misfire == "run_once" and not state.paused:
                 self._spawn(state, "missed while the process was down")
             else:
                 self._skip(state, "missed while the process was down")
-        self._save()
+        if missed:
+            self._save()
 
     def _next_deadline(self) -> float | None:
         times = [
@@ -212,6 +264,7 @@ class Scheduler:
 
     def _fire_due(self) -> None:
         now = self.clock.now()
+        fired = False
         for state in list(self._states.values()):
             if state.finished:
                 continue
@@ -223,12 +276,15 @@ class Scheduler:
                     and now >= self._idle_since + trigger.seconds
                 )
                 if due:
+                    fired = True
                     self._idle_fired.add(state.wakeup.id)
                     self._spawn(state, f"idle for {trigger.seconds:g}s")
             elif state.next_at is not None and state.next_at <= now:
+                fired = True
                 self._advance(state, now)
                 self._spawn(state, "scheduled time")
-        self._save()
+        if fired:
+            self._save()
 
     def _advance(self, state: WakeupState, now: float) -> None:
         state.next_at = self._arm(state.wakeup, now)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from datetime import time as dtime
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
@@ -162,4 +162,6 @@ def next_time(trigger: Trigger, after: float) -> float | None:
 
         start = datetime.fromtimestamp(after, _zone(trigger.timezone))
         return float(croniter(trigger.expression, start).get_next(float))
-    return None
+    if isinstance(trigger, (Idle, OnEvent)):
+        return None  # fired by what happens, not by the clock
+    assert_never(trigger)

@@ -212,10 +212,15 @@ class OpenAIEmbedder:
             return []
         from xai.providers import map_error
 
+        error: Exception | None = None
         try:
             response = await self._client.embeddings.create(model=self._model, input=list(texts))
         except Exception as exc:
-            raise map_error(exc, timeout=self._config.timeout) from None
+            error = map_error(exc, timeout=self._config.timeout)
+        if error is not None:
+            # Raised after the handler: raised inside it, even ``from None``, the SDK's
+            # error (which may echo the API key) would stay in ``__context__``.
+            raise error
         vectors = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
         out: list[list[float]] = []
         for vector in vectors:

@@ -7,6 +7,7 @@ chromadb is synchronous, so every call runs in a worker thread.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._types import Fact
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "open_index"]
 
 _log = get_logger(__name__)
 COLLECTION = "facts"
@@ -203,11 +204,10 @@ class VectorIndex:
 
     async def versions(self) -> dict[str, int]:
         """Every indexed id and the fact version it holds."""
+        return await anyio.to_thread.run_sync(self.versions_sync)
 
-        def read() -> Any:
-            return self._collection.get(include=["metadatas"])
-
-        result = await anyio.to_thread.run_sync(read)
+    def versions_sync(self) -> dict[str, int]:
+        result: Any = self._collection.get(include=["metadatas"])
         return {
             i: int((m or {}).get("version", 0))
             for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
@@ -233,3 +233,53 @@ class VectorIndex:
 
     async def count(self) -> int:
         return int(await anyio.to_thread.run_sync(self._collection.count))
+
+    def close(self) -> None:
+        """Release the store (chromadb shares one client per path in a process and stops it
+        when its last user closes)."""
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
+
+
+def _forget_store(path: Path) -> None:
+    """Drop chromadb's process-wide cache entry for ``path``: a store that failed to
+    start stays cached half-built (chromadb 1.5), and every later client on that path
+    would get it back broken."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    systems: dict[str, Any] = getattr(SharedSystemClient, "_identifier_to_system", {})
+    counts: dict[str, int] = getattr(SharedSystemClient, "_identifier_to_refcount", {})
+    systems.pop(str(path), None)
+    counts.pop(str(path), None)
+
+
+def open_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, dict[str, int]]:
+    """Open the index at ``path`` and read what it holds (id -> fact version).
+
+    The index is derived from the ledger: a store chromadb cannot read (a corrupt
+    ``chroma.sqlite3``) is set aside as ``index.corrupt`` (replacing an older one) with
+    a warning, and an empty one is made in its place for the caller to refill from the
+    ledger. A ``ConfigurationError`` (a store of other embeddings) is not corruption.
+    Blocking: call it in a worker thread.
+    """
+    index: VectorIndex | None = None
+    try:
+        index = VectorIndex(path, embedder)
+        return index, index.versions_sync()
+    except ConfigurationError:
+        raise
+    except Exception as exc:  # chromadb's own errors, sqlite's, a panic in its bindings
+        if index is not None:
+            index.close()
+        _forget_store(path)
+        aside = path.with_name(f"{path.name}.corrupt")
+        shutil.rmtree(aside, ignore_errors=True)
+        path.rename(aside)
+        _log.warning(
+            "memory.index_rebuilt",
+            path=str(path),
+            set_aside=str(aside),
+            error=f"{type(exc).__name__}: {exc}",
+        )
+    return VectorIndex(path, embedder), {}

@@ -9,9 +9,11 @@ any point loses no decided fact and duplicates none.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple, assert_never
 
 import anyio
 import msgspec
@@ -19,11 +21,19 @@ import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, local_minilm
-from xai.memory._index import VectorIndex
-from xai.memory._judge import ask_judge, contradicts
+from xai.memory._index import VectorIndex, open_index
+from xai.memory._judge import Verdict, ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
-from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig, ScoredFact
+from xai.memory._types import (
+    Decision,
+    DecisionKind,
+    Fact,
+    FactStatus,
+    MemoryConfig,
+    ScoredFact,
+    Tier,
+)
 from xai.messages import MemoryCandidate
 from xai.providers import Provider
 
@@ -57,6 +67,26 @@ class _Pending:
                 self.upserts[fact.id] = (fact, self.upserts[fact.id][1])
             else:
                 self.updates[fact.id] = fact
+
+
+_JUDGE_ASKS = 3
+"""How often one candidate's judge is asked again when the facts it was shown changed
+meanwhile (another writer got the lock first); then the rules decide."""
+
+
+class _Question(NamedTuple):
+    """A candidate the judge must see before it can be decided, and the facts to show it."""
+
+    candidate_id: str
+    text: str
+    shown: tuple[tuple[str, str], ...]
+    """(fact id, text) of the nearest facts, in order: the judge answers by position."""
+
+
+class _Answer(NamedTuple):
+    shown: tuple[tuple[str, str], ...]
+    verdict: Verdict | None
+    asks: int
 
 
 def fact_id_for(candidate: MemoryCandidate) -> str:
@@ -101,21 +131,30 @@ class LongTermMemory:
 
     async def open(self) -> None:
         """Replay the ledger and make the index agree with it."""
+        await self.close()  # a second open starts afresh
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
-        self._index = await anyio.to_thread.run_sync(
-            VectorIndex, self.directory / "index", self.embedder
+        self._index, indexed = await anyio.to_thread.run_sync(
+            open_index, self.directory / "index", self.embedder
         )
-        self._ledger = Ledger(path, sync=self._sync)
-        self._lock = anyio.Lock()
-        self._lexical = None  # rebuilt from this state on the next search
-        await self._reconcile()
+        try:
+            self._ledger = Ledger(path, sync=self._sync)
+            self._lock = anyio.Lock()
+            self._lexical = None  # rebuilt from this state on the next search
+            await self._reconcile(indexed)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
 
     async def close(self) -> None:
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
+        if self._index is not None:
+            index, self._index = self._index, None
+            await anyio.to_thread.run_sync(index.close)
 
     async def __aenter__(self) -> LongTermMemory:
         await self.open()
@@ -124,9 +163,9 @@ class LongTermMemory:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _reconcile(self) -> None:
+    async def _reconcile(self, indexed: dict[str, int]) -> None:
+        """Make the index hold exactly the active facts, each at its latest version."""
         index = self._require_index()
-        indexed = await index.versions()
         active = {i: f for i, f in self._state.facts.items() if f.status == "active"}
         stale = [f for f in active.values() if indexed.get(f.id) != f.version]
         extra = [i for i in indexed if i not in active]
@@ -136,6 +175,11 @@ class LongTermMemory:
             await index.upsert(stale, vectors)
         if extra:
             await index.delete(extra)
+
+    def _require_lock(self) -> anyio.Lock:
+        if self._lock is None:
+            raise RuntimeError("the memory is not open: call open() or use `async with`")
+        return self._lock
 
     def _require_index(self) -> VectorIndex:
         if self._index is None:
@@ -147,7 +191,9 @@ class LongTermMemory:
     def get(self, fact_id: str) -> Fact | None:
         return self._state.facts.get(fact_id)
 
-    def facts(self, *, status: str | None = "active", tier: str | None = None) -> list[Fact]:
+    def facts(
+        self, *, status: FactStatus | None = "active", tier: Tier | None = None
+    ) -> list[Fact]:
         """Facts by status and tier, most recently seen first."""
         out = [
             f
@@ -288,9 +334,8 @@ class LongTermMemory:
     ) -> Decision:
         """Ledger first (the commit point), then the in-memory state, then the index."""
         assert self._ledger is not None, "the memory is not open"
-        self._state.seq += 1
         decision = Decision(
-            seq=self._state.seq,
+            seq=self._state.seq + 1,
             kind=kind,
             reason=reason,
             at=self.clock(),
@@ -300,7 +345,8 @@ class LongTermMemory:
             judge=judge,
         )
         pending = self._pending
-        await self._ledger.append(decision, sync=pending is None)
+        await self._ledger.append(decision, known=self._state.facts, sync=pending is None)
+        self._state.seq = decision.seq  # only once it is written: no gap after a failed write
         if candidate is not None:
             self._state.decided.add(candidate.id)
         for fact in facts:
@@ -377,27 +423,61 @@ class LongTermMemory:
     async def adjudicate(
         self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
     ) -> list[Decision]:
-        """Decide every candidate not decided before. Returns the decisions made now."""
-        assert self._lock is not None, "the memory is not open"
-        async with self._lock, self._batch():
-            todo = [c for c in candidates if c.id not in self._state.decided]
-            unique: dict[str, MemoryCandidate] = {c.id: c for c in todo}
-            todo = list(unique.values())
-            if not todo:
-                return []
-            vectors = await self.embedder.embed([c.text for c in todo])
-            decisions: list[Decision] = []
-            for candidate, vector in zip(todo, vectors, strict=True):
-                decisions.extend(
-                    await self._decide(
-                        candidate, vector, session_id or candidate.session_id or None
+        """Decide every candidate not decided before, in order. Returns the decisions made now.
+
+        The embedding and the LLM judge run outside the memory's lock, so a search never
+        waits behind them. A verdict is applied only if the facts the judge was shown
+        are still the nearest ones when the lock is taken again; else the judge is asked
+        again (at most ``_JUDGE_ASKS`` times, then the rules decide).
+        """
+        lock = self._require_lock()
+        todo = list({c.id: c for c in candidates if c.id not in self._state.decided}.values())
+        if not todo:
+            return []
+        vectors = await self.embedder.embed([c.text for c in todo])
+        queue = deque(zip(todo, vectors, strict=True))
+        answers: dict[str, _Answer] = {}
+        decisions: list[Decision] = []
+        while queue:
+            question: _Question | None = None
+            async with lock, self._batch():
+                while queue:
+                    candidate, vector = queue[0]
+                    if candidate.id in self._state.decided:  # by a concurrent delivery
+                        queue.popleft()
+                        continue
+                    step = await self._decide(
+                        candidate,
+                        vector,
+                        session_id or candidate.session_id or None,
+                        answers.get(candidate.id),
                     )
+                    if isinstance(step, _Question):
+                        question = step
+                        break
+                    decisions.extend(step)
+                    queue.popleft()
+            if question is not None:  # the lock is released (and the batch written) here
+                assert self.judge is not None
+                verdict = await ask_judge(
+                    self.judge,
+                    question.text,
+                    [text for _, text in question.shown],
+                    max_tokens=self.config.judge_max_tokens,
                 )
-            return decisions
+                earlier = answers.get(question.candidate_id)
+                asks = earlier.asks + 1 if earlier is not None else 1
+                answers[question.candidate_id] = _Answer(question.shown, verdict, asks)
+        return decisions
 
     async def _decide(
-        self, candidate: MemoryCandidate, vector: list[float], session_id: str | None
-    ) -> list[Decision]:
+        self,
+        candidate: MemoryCandidate,
+        vector: list[float],
+        session_id: str | None,
+        answer: _Answer | None,
+    ) -> list[Decision] | _Question:
+        """Decide one candidate under the lock, or say what to ask the judge first."""
         config = self.config
         if not candidate.evidence or not candidate.text.strip():
             return [
@@ -415,14 +495,13 @@ class LongTermMemory:
                 top, candidate, session_id, f"same as a known fact ({similarity:.2f})"
             )
         if self.judge is not None and config.use_judge:
-            verdict = await ask_judge(
-                self.judge,
-                candidate.text,
-                [f.text for f, _ in near],
-                max_tokens=config.judge_max_tokens,
-            )
-            if verdict is not None:
-                return await self._apply_verdict(candidate, vector, session_id, near, verdict)
+            shown = tuple((f.id, f.text) for f, _ in near)
+            if answer is None or (answer.shown != shown and answer.asks < _JUDGE_ASKS):
+                return _Question(candidate.id, candidate.text, shown)
+            if answer.shown == shown and answer.verdict is not None:
+                return await self._apply_verdict(
+                    candidate, vector, session_id, near, answer.verdict
+                )
         # Rules only: a contradiction replaces, a close match recurs, the rest is new.
         if contradicts(candidate.text, top.text):
             return await self._supersede(
@@ -443,39 +522,36 @@ class LongTermMemory:
         vector: list[float],
         session_id: str | None,
         near: list[tuple[Fact, float]],
-        verdict: object,
+        verdict: Verdict,
     ) -> list[Decision]:
-        from xai.memory._judge import Verdict
-
-        assert isinstance(verdict, Verdict)
         reason = verdict.reason or f"judge: {verdict.decision}"
-        target = near[verdict.fact - 1][0] if verdict.fact is not None else None
-        if verdict.decision == "drop":
+        important = verdict.important
+        decision = verdict.decision
+        if decision == "drop":
             return [
                 await self._write(
                     "drop", reason, (), candidate=candidate, session_id=session_id, judge=True
                 )
             ]
-        if verdict.decision == "add" or target is None:
+        target = near[verdict.fact - 1][0] if verdict.fact is not None else None
+        if decision == "add" or target is None:  # `ask_judge` names a fact for the others
             return await self._add(
-                candidate, vector, session_id, reason, judge=True, important=verdict.important
+                candidate, vector, session_id, reason, judge=True, important=important
             )
-        if verdict.decision == "reinforce":
+        if decision == "reinforce":
             return await self._reinforce(
-                target, candidate, session_id, reason, judge=True, important=verdict.important
+                target, candidate, session_id, reason, judge=True, important=important
             )
-        if verdict.decision == "update":
+        if decision == "update":
+            text = verdict.text.strip()
             return await self._merge(
-                target,
-                candidate,
-                verdict.text.strip(),
-                session_id,
-                reason,
-                important=verdict.important,
+                target, candidate, text, session_id, reason, important=important
             )
-        return await self._supersede(
-            target, candidate, vector, session_id, reason, judge=True, important=verdict.important
-        )
+        if decision == "supersede":
+            return await self._supersede(
+                target, candidate, vector, session_id, reason, judge=True, important=important
+            )
+        assert_never(decision)
 
     def _new_fact(
         self,

@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.exceptions import ConfigurationError
-from xai.messages import CandidateKind, MemoryCandidate
+from xai.messages import CandidateKind, DecisionKind, MemoryCandidate
 
 __all__ = [
     "Decision",
@@ -23,10 +23,6 @@ Tier: TypeAlias = Literal["L1", "L2"]
 """L1: tentative points from Sessions; L2: stable facts (recurring or judged important)."""
 
 FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
-
-DecisionKind: TypeAlias = Literal[
-    "add", "reinforce", "merge", "supersede", "drop", "promote", "decay", "compact", "forget"
-]
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):

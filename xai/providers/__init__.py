@@ -1,6 +1,14 @@
 """Model providers: the streaming protocol and the OpenAI-compatible implementation."""
 
-from xai.providers._openai import OpenAIProvider, error_for_status, map_error, to_wire_messages
+from xai.providers._openai import (
+    EMPTY_REPLY_TEXT,
+    INTERRUPTED_REPLY_TEXT,
+    OpenAIProvider,
+    error_for_status,
+    map_error,
+    to_wire_messages,
+    to_wire_tools,
+)
 from xai.providers._protocol import (
     FinishReason,
     Provider,
@@ -17,6 +25,8 @@ from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_stream, map_finish_reason
 
 __all__ = [
+    "EMPTY_REPLY_TEXT",
+    "INTERRUPTED_REPLY_TEXT",
     "FinishReason",
     "OpenAIProvider",
     "Provider",
@@ -35,4 +45,5 @@ __all__ = [
     "map_finish_reason",
     "parse_retry_after",
     "to_wire_messages",
+    "to_wire_tools",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 import httpx2
@@ -41,7 +41,15 @@ from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_stream
 
-__all__ = ["OpenAIProvider", "to_wire_messages"]
+__all__ = [
+    "EMPTY_REPLY_TEXT",
+    "INTERRUPTED_REPLY_TEXT",
+    "OpenAIProvider",
+    "error_for_status",
+    "map_error",
+    "to_wire_messages",
+    "to_wire_tools",
+]
 
 _log = get_logger(__name__)
 
@@ -56,14 +64,32 @@ _CONTEXT_MARKERS = (
 )
 
 
+EMPTY_REPLY_TEXT = "[empty reply]"
+"""Sent for a stored assistant message with no text and no tool calls."""
+INTERRUPTED_REPLY_TEXT = "[interrupted before the reply began]"
+"""Sent for an interrupted assistant message that kept no text (only thinking, say)."""
+
+
 def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
-    """Messages in the Chat Completions shape. Thinking is not sent back (providers reject it)."""
+    """Messages in the Chat Completions shape. Thinking is not sent back (providers reject it).
+
+    Every request passes through here, so this is where a history that is fine
+    to store but not to send is made sendable. An assistant message with no
+    text (or only whitespace) and no tool calls, which a model may return, is
+    refused by strict endpoints (Mistral, Anthropic-compatible ones), so it goes
+    out as ``EMPTY_REPLY_TEXT`` (``INTERRUPTED_REPLY_TEXT`` if it was cut off):
+    the model learns that its turn said nothing, and user and assistant
+    messages still alternate. Blank text beside tool calls goes out as ``null``.
+    The partial text of an interrupted message goes out as it is, as a chat
+    window shows a stopped answer; the next input says what happened.
+    """
     wire: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, UserMessage):
             wire.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            text = message.content if message.content.strip() else None
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -73,8 +99,10 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
                     }
                     for call in message.tool_calls
                 ]
-            elif entry["content"] is None:
-                entry["content"] = ""
+            elif text is None:
+                entry["content"] = (
+                    INTERRUPTED_REPLY_TEXT if message.interrupted else EMPTY_REPLY_TEXT
+                )
             wire.append(entry)
         elif isinstance(message, ToolMessage):
             wire.append(
@@ -82,10 +110,13 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
             )
         elif isinstance(message, SystemMessage):
             wire.append({"role": "system", "content": message.content})
+        else:
+            assert_never(message)
     return wire
 
 
-def _wire_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+def to_wire_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """Tool specs in the Chat Completions ``tools`` shape."""
     return [
         {
             "type": "function",
@@ -225,7 +256,7 @@ class OpenAIProvider:
         if self._include_usage:
             params["stream_options"] = {"include_usage": True}
         if request.tools:
-            params["tools"] = _wire_tools(request.tools)
+            params["tools"] = to_wire_tools(request.tools)
         if request.max_tokens is not None:
             params["max_tokens"] = request.max_tokens
         if request.temperature is not None:
@@ -241,6 +272,7 @@ class OpenAIProvider:
         attempt = 0
         while True:
             started = False
+            error: ProviderError | None = None
             try:
                 # The SDK's generic `post` with a body we built ourselves: the SDK keeps
                 # auth, base URL and typed HTTP errors, and we skip its per-request walk
@@ -266,18 +298,21 @@ class OpenAIProvider:
                 raise
             except (openai.APIError, httpx2.HTTPError) as exc:
                 error = map_error(exc, timeout=self._config.timeout)
-                if started or not error.retryable:
-                    raise error from None
-                attempt += 1
-                hint = error.retry_after if isinstance(error, RateLimitError) else None
-                delay = self._retry.delay(attempt, hint)
-                if delay is None:
-                    raise error from None
-                _log.warning(
-                    "provider.retry",
-                    attempt=attempt,
-                    delay=round(delay, 3),
-                    error=type(error).__name__,
-                    status=error.status_code,
-                )
-                await anyio.sleep(delay)
+            # Raised here, after the handler: raised inside it, even `from None`, our error
+            # would keep the SDK's as `__context__`, and a 401's message and body echo the key.
+            assert error is not None
+            if started or not error.retryable:
+                raise error
+            attempt += 1
+            hint = error.retry_after if isinstance(error, RateLimitError) else None
+            delay = self._retry.delay(attempt, hint)
+            if delay is None:
+                raise error
+            _log.warning(
+                "provider.retry",
+                attempt=attempt,
+                delay=round(delay, 3),
+                error=type(error).__name__,
+                status=error.status_code,
+            )
+            await anyio.sleep(delay)

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xai.events import CandidatesProposed, Compacted, SessionFailed
+from xai.events import (
+    CandidatesProposed,
+    Compacted,
+    CompactionMethod,
+    CompactionReason,
+    SessionFailed,
+)
 from xai.logs import get_logger
 from xai.messages import ErrorInfo, Message
 from xai.session._compaction import digest, message_chars, split_point, summarise
@@ -22,7 +28,7 @@ __all__ = ["compact", "extract"]
 _log = get_logger(__name__)
 
 
-async def compact(self: Session, reason: str) -> bool:
+async def compact(self: Session, reason: CompactionReason) -> bool:
     """Summarise the older history. Returns False when there was nothing to compact."""
     config = self.config
     cut = split_point(self._history, config.keep_recent_tokens, self._calibration)
@@ -30,7 +36,7 @@ async def compact(self: Session, reason: str) -> bool:
         return False
     before = self.estimated_tokens()
     older = self._history[:cut]
-    method = "summary"
+    method: CompactionMethod = "summary"
     try:
         summary = await summarise(
             self._provider,
@@ -49,7 +55,7 @@ async def compact(self: Session, reason: str) -> bool:
             self._summary,
             int(config.summary_max_tokens * self._calibration.chars_per_token),
         )
-    await self._commit(CompactedRecord(summary=summary, removed=cut, method=method))
+    await self._recorder.commit(CompactedRecord(summary=summary, removed=cut, method=method))
     self._summary = summary
     del self._history[:cut]
     self._history_chars = sum(map(message_chars, self._history))
@@ -82,6 +88,6 @@ async def extract(self: Session, turn: int, messages: list[Message]) -> None:
         return
     if not candidates:
         return
-    await self._commit(CandidatesRecord(candidates=tuple(candidates)))
+    await self._recorder.commit(CandidatesRecord(candidates=tuple(candidates)))
     self._candidates.extend(candidates)
     self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))

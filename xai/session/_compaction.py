@@ -10,6 +10,7 @@ prompt and the most recent messages stay; a tool call never loses its result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import assert_never
 
 from xai.exceptions import RunError
 from xai.messages import (
@@ -108,6 +109,8 @@ def _transcript(messages: Sequence[Message], previous_summary: str, max_chars: i
             lines.append(f"tool {message.tool_name} returned: {message.content}")
         elif isinstance(message, SystemMessage):
             lines.append(f"system: {message.content}")
+        else:
+            assert_never(message)
     text = "\n".join(lines)
     if len(text) > max_chars:
         # Keep the beginning (goals) and the end (latest state); mark the cut.
@@ -132,6 +135,10 @@ def digest(messages: Sequence[Message], previous_summary: str, max_chars: int) -
             lines.append(f"{said}{f' (called {calls})' if calls else ''}")
         elif isinstance(message, ToolMessage):
             lines.append(f"- {message.tool_name} → {text[:120]}")
+        elif isinstance(message, SystemMessage):
+            lines.append(f"- system: {text[:200]}")
+        else:
+            assert_never(message)
     out = "\n".join(lines)
     if len(out) > max_chars:
         out = "…\n" + out[-max_chars:]

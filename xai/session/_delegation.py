@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from xai.exceptions import ToolError
-from xai.messages import TurnOutcome, TurnStatus
+from xai.messages import CloseReason, TurnOutcome, TurnStatus
+from xai.session._types import TurnHandle
 from xai.tools import Tool, ToolContext, tool
 
 if TYPE_CHECKING:
@@ -55,15 +56,22 @@ class SessionContext:
         if session.depth >= session.config.max_delegation_depth:
             raise ToolError("delegation depth limit reached: do this task yourself")
         child, _owned = await session._spawn_child(task)
-        handle = child.send(task, origin="agent")
+        handle: TurnHandle | None = None
         try:
+            handle = child.send(task, origin="agent")
             outcome = await handle.result()
-        except anyio.get_cancelled_exc_class():
+        except BaseException as exc:
+            # Cancelled (or failed) wherever the child is: not started yet, compacting,
+            # in its Query. Closing it cancels its turn and drops its input in every state;
+            # the wait is bounded, the close is not undone by the bound.
+            reason: CloseReason = (
+                "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
+            )
             with anyio.move_on_after(_CHILD_CANCEL_GRACE, shield=True):
-                child.cancel()
-                outcome = await handle.result()
-                session._add_child_usage(outcome.usage)
-                await child.close("cancelled")
+                await child.close(reason)
+            # (``close`` resolves the handle; a close cut short by the bound may not have.)
+            if handle is not None and handle.outcome is not None:
+                session._add_child_usage(handle.outcome.usage)
             raise
         session._add_child_usage(outcome.usage)
         # The sub-task is done: the child closes (its owner's hooks run, e.g. memory).

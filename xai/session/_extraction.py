@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import get_args
+from typing import assert_never, get_args
 
 import msgspec
 
@@ -22,6 +22,7 @@ from xai.messages import (
     MemoryCandidate,
     Message,
     StopReason,
+    SystemMessage,
     ToolMessage,
     Usage,
     UserMessage,
@@ -99,10 +100,15 @@ def _render(messages: Sequence[Message]) -> str:
         if isinstance(message, UserMessage):
             who = "USER" if message.origin == "user" else f"automated input ({message.origin})"
             lines.append(f"[{message.id}] {who}: {message.content}")
-        elif isinstance(message, AssistantMessage) and message.content:
-            lines.append(f"[{message.id}] assistant: {message.content}")
+        elif isinstance(message, AssistantMessage):
+            if message.content:
+                lines.append(f"[{message.id}] assistant: {message.content}")
         elif isinstance(message, ToolMessage):
             lines.append(f"[{message.id}] tool {message.tool_name}: {message.content[:500]}")
+        elif isinstance(message, SystemMessage):
+            pass  # instructions, not what was said
+        else:
+            assert_never(message)
     return "\n".join(lines)
 
 

@@ -5,27 +5,37 @@ Used by Sessions (``SessionEvent``) and Agents (``AgentEvent``) alike.
 Each subscription has its own bounded buffer. Publishing never waits: when a
 buffer is full the overflow policy decides what is lost (``drop_oldest``, the
 default, keeps the newest events; ``drop_newest`` keeps the oldest), and the
-subscriber is told how many it missed by an ``EventsDropped`` event placed
-where the gap is. Sequence numbers let it check for itself too.
+subscriber is told by an ``EventsDropped`` event placed exactly where the gap
+is: its ``first_seq``..``last_seq`` are events it will never receive, and it
+receives every other one. Sequence numbers let it check for itself too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import anyio
 
 from xai.events import EventsDropped, SessionEvent
 from xai.exceptions import ConfigurationError
+from xai.logs import get_logger
 
-__all__ = ["EventCallback", "Hub", "OverflowPolicy", "Subscription"]
+__all__ = ["GAP_SEQ", "EventCallback", "Hub", "OverflowPolicy", "Subscription", "pump", "pumping"]
+
+_log = get_logger(__name__)
 
 OverflowPolicy: TypeAlias = Literal["drop_oldest", "drop_newest"]
 EventCallback: TypeAlias = Callable[[SessionEvent], Awaitable[None] | None]
+
+GAP_SEQ = 0
+"""The ``seq`` of an ``EventsDropped`` envelope: it is a note to one subscriber, not a
+published event, so it takes no number of the published sequence (which counts from 1)."""
 
 
 class _Envelope(Protocol):
@@ -34,6 +44,16 @@ class _Envelope(Protocol):
 
 
 E = TypeVar("E", bound=_Envelope)
+
+
+class _Gap:
+    """A run of consecutive lost events, kept in the buffer where the run is."""
+
+    __slots__ = ("count", "first", "last")
+
+    def __init__(self, seq: int) -> None:
+        self.count = 1
+        self.first = self.last = seq
 
 
 class Subscription(Generic[E]):
@@ -49,10 +69,8 @@ class Subscription(Generic[E]):
         "_buffer",
         "_closed",
         "_ended",
-        "_first_missed",
-        "_gap_at",
+        "_events",
         "_hub",
-        "_last_missed",
         "_missed",
         "_waiter",
         "capacity",
@@ -65,12 +83,11 @@ class Subscription(Generic[E]):
                 f"a subscription needs room for at least one event, got {capacity}"
             )
         self._hub: Hub[E] | None = hub
-        self._buffer: deque[E] = deque()
-        self._waiter: anyio.Event | None = None
+        # Events and gap markers in order; only events count against the capacity.
+        self._buffer: deque[E | _Gap] = deque()
+        self._events = 0
         self._missed = 0
-        self._first_missed = 0
-        self._last_missed = 0
-        self._gap_at = 0  # drop_newest: buffered events that come before the gap
+        self._waiter: anyio.Event | None = None
         self._closed = False
         self._ended = False
         self.capacity = capacity
@@ -81,26 +98,49 @@ class Subscription(Generic[E]):
         """Events lost to overflow and not yet reported by an ``EventsDropped``."""
         return self._missed
 
-    def _lose(self, event: E) -> None:
-        if self._missed == 0:
-            self._first_missed = event.seq
-            self._gap_at = len(self._buffer)
-        self._missed += 1
-        self._last_missed = event.seq
-
     def push(self, event: E) -> None:
         """Called by the hub; never blocks."""
         buffer = self._buffer
-        if len(buffer) >= self.capacity:
+        if self._events >= self.capacity:
             if self.policy == "drop_newest":
-                self._lose(event)
+                self._lose_at_end(event.seq)
                 return
-            self._lose(buffer.popleft())
+            self._lose_oldest()
         buffer.append(event)
+        self._events += 1
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             waiter.set()
+
+    def _lose_at_end(self, seq: int) -> None:
+        buffer = self._buffer
+        self._missed += 1
+        last = buffer[-1] if buffer else None
+        if isinstance(last, _Gap) and last.last == seq - 1:
+            last.count += 1
+            last.last = seq
+        else:
+            buffer.append(_Gap(seq))
+
+    def _lose_oldest(self) -> None:
+        # The oldest buffered event goes; it joins the gap right before it, if there is one.
+        buffer = self._buffer
+        gaps: list[_Gap] = []
+        while True:
+            event = buffer.popleft()
+            if not isinstance(event, _Gap):
+                break
+            gaps.append(event)
+        self._events -= 1
+        self._missed += 1
+        seq = event.seq
+        if gaps and gaps[-1].last == seq - 1:
+            gaps[-1].count += 1
+            gaps[-1].last = seq
+        else:
+            gaps.append(_Gap(seq))
+        buffer.extendleft(reversed(gaps))
 
     def end(self) -> None:
         """No more events will come (the Session closed)."""
@@ -111,20 +151,18 @@ class Subscription(Generic[E]):
             waiter.set()
 
     def get_nowait(self) -> E | None:
-        """The next event if one is buffered (a gap first comes as ``EventsDropped``)."""
-        if self._missed and (self.policy == "drop_oldest" or self._gap_at == 0):
-            # drop_oldest loses events older than all it keeps: the gap comes first.
-            # drop_newest loses events newer than those it kept: after them.
-            dropped = EventsDropped(
-                count=self._missed, first_seq=self._first_missed, last_seq=self._last_missed
-            )
-            self._missed = 0
+        """The next event if one is buffered (a gap comes as ``EventsDropped`` where it is)."""
+        buffer = self._buffer
+        while buffer:
+            item = buffer.popleft()
+            if not isinstance(item, _Gap):
+                self._events -= 1
+                return item
+            self._missed -= item.count
             hub = self._hub
-            return hub.wrap(self._first_missed, dropped) if hub is not None else None
-        if self._buffer:
-            if self._missed:
-                self._gap_at -= 1
-            return self._buffer.popleft()
+            if hub is not None:
+                dropped = EventsDropped(count=item.count, first_seq=item.first, last_seq=item.last)
+                return hub.wrap(GAP_SEQ, dropped)
         return None
 
     def __aiter__(self) -> Subscription[E]:
@@ -181,7 +219,7 @@ class Hub(Generic[E]):
             self._refs.remove(ref)
 
     def remove(self, subscription: Subscription[E]) -> None:
-        for ref in self._refs:
+        for ref in tuple(self._refs):
             if ref() is subscription:
                 self._refs.remove(ref)
                 return
@@ -195,14 +233,38 @@ class Hub(Generic[E]):
         if not self._refs:  # nobody listens: no envelope to build
             return None
         event = self.wrap(self.seq, body)
-        for ref in self._refs:
+        # A snapshot: a subscription collected meanwhile removes itself from the list.
+        for ref in tuple(self._refs):
             subscription = ref()
             if subscription is not None:
                 subscription.push(event)
         return event
 
     def end(self) -> None:
-        for ref in self._refs:
+        for ref in tuple(self._refs):
             subscription = ref()
             if subscription is not None:
                 subscription.end()
+
+
+_pumping: ContextVar[object | None] = ContextVar("xai_pumping", default=None)
+
+
+def pumping() -> object | None:
+    """The owner whose callback this task is pumping (``None`` outside a pump)."""
+    return _pumping.get()
+
+
+async def pump(
+    owner: object, subscription: Subscription[Any], callback: Callable[[Any], Any]
+) -> None:
+    """Feed ``subscription`` to ``callback`` (sync or async) until it ends; a failing call is
+    logged and the next event still comes."""
+    _pumping.set(owner)
+    async for event in subscription:
+        try:
+            value = callback(event)
+            if value is not None and inspect.isawaitable(value):
+                await value
+        except Exception:
+            _log.exception("session.callback_failed", callback=repr(callback))

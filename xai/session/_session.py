@@ -8,10 +8,7 @@ journal first.
 
 from __future__ import annotations
 
-import inspect
-from collections import deque
 from collections.abc import Callable, Iterable
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +17,7 @@ import anyio.abc
 
 from xai import _actor
 from xai.events import (
+    CompactionReason,
     MessageCommitted,
     QueryEvent,
     SessionClosed,
@@ -41,7 +39,6 @@ from xai.messages import (
     QueryResult,
     StopReason,
     SystemMessage,
-    ToolMessage,
     TurnOutcome,
     TurnStatus,
     Usage,
@@ -53,23 +50,30 @@ from xai.query import CancelToken, Query
 from xai.session._between import compact, extract
 from xai.session._compaction import Calibration, message_chars
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext, delegate_tool
+from xai.session._history import interrupted_by_crash, place, unanswered_calls
+from xai.session._inbox import Inbox
 from xai.session._journal import (
     JOURNAL_FILE,
-    ClosedRecord,
     HeaderRecord,
     InputRecord,
-    Journal,
     JournalState,
     MessageRecord,
-    Record,
-    ReportedRecord,
     TurnEndRecord,
+    TurnStartRecord,
     UsageRecord,
     now,
     read_journal,
 )
-from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription
+from xai.session._observers import (
+    EventCallback,
+    Hub,
+    OverflowPolicy,
+    Subscription,
+    pump,
+    pumping,
+)
 from xai.session._prompt import SystemPrompt
+from xai.session._recorder import Recorder
 from xai.session._types import (
     ChildFactory,
     FinalizingContext,
@@ -77,6 +81,7 @@ from xai.session._types import (
     InputPolicy,
     SessionConfig,
     TurnHandle,
+    run_hooks,
 )
 from xai.tools import Tool, ToolSet
 
@@ -93,7 +98,6 @@ __all__ = [
 _log = get_logger(__name__)
 
 _PUMP_GRACE = 5.0
-INTERRUPTED_BY_CRASH = "[interrupted: the process stopped before this tool call returned a result]"
 
 _STATUS = {
     StopReason.END_TURN: TurnStatus.COMPLETED,
@@ -106,20 +110,33 @@ _STATUS = {
 
 
 class _Sink:
-    """Where the running Query sends its events: journal first, then the observers."""
+    """Where the running Query sends its events: journal first, then the observers.
 
-    __slots__ = ("session", "turn")
+    A Query sends a ``MessageCommitted`` again when a cancel interrupted its first
+    delivery, so each message is journaled and published once, by id.
+    """
+
+    __slots__ = ("journaled", "published", "session", "turn")
 
     def __init__(self, session: Session, turn: int) -> None:
         self.session = session
         self.turn = turn
+        self.journaled: set[str] = set()
+        self.published: set[str] = set()
 
     async def send(self, event: QueryEvent, /) -> None:
         session = self.session
         if type(event) is MessageCommitted:
-            session._append(event.message)
-            session._turn_messages.append(event.message)
-            await session._commit(MessageRecord(turn=self.turn, message=event.message))
+            message = event.message
+            if message.id in self.published:
+                return
+            if message.id not in self.journaled:
+                session._recorder.write(MessageRecord(turn=self.turn, message=message))
+                self.journaled.add(message.id)
+                session._append(message)
+                session._turn_messages.append(message)
+                await session._recorder.sync_commit()
+            self.published.add(message.id)
         session._hub.publish(event)
 
 
@@ -170,10 +187,16 @@ class Session:
         self._query = Query(provider, tools=self._tools, config=self.config.query)
         session_id = self.id
         self._hub: Hub[SessionEvent] = Hub(lambda seq, body: SessionEvent(session_id, seq, body))
-        self._inbox: deque[tuple[TurnHandle, UserMessage | None]] = deque()
+        self._inbox = Inbox()
         self._wake: anyio.Event | None = None
         self._cancel: CancelToken | None = None
-        self._journal: Journal | None = None
+        self._recorder = Recorder(
+            self.directory,
+            self.config.fsync,
+            self._header,
+            exists=_state is not None,
+            unclosed=_state.closing if _state else None,
+        )
         self._calibration = Calibration()
         self._task_group: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
@@ -186,6 +209,10 @@ class Session:
         self._finished: anyio.Event | None = None
         self._state: Literal["new", "running", "closing", "closed"] = "new"
         self._restored = _state
+        self._requeued: tuple[TurnHandle, ...] = ()
+        if _state is not None and _state.closing is None:
+            # Accepted before the restart and never started: they run first, in order.
+            self._requeued = self._inbox.requeue(_state.pending)
         self._history: list[Message] = list(_state.history) if _state else []
         # Kept up to date on every change, so estimating the next request is O(1).
         self._history_chars = sum(map(message_chars, self._history))
@@ -210,16 +237,29 @@ class Session:
         tool_deps: Any = None,
         child_factory: ChildFactory | None = None,
         depth: int = 0,
+        state: JournalState | None = None,
     ) -> Session:
-        """Rebuild a Session from its journal (history, summary, usage, candidates).
+        """Rebuild a Session from its journal (history, summary, usage, candidates, inputs).
 
-        A turn the process died in is closed when the Session starts: each tool
-        call left without a result gets a synthetic "interrupted" one, so the
-        history is valid; finished tool calls are never run again. Use
-        ``continue_turn()`` to let the model pick up where it stopped.
+        When the Session starts, every tool call of the history left without a
+        result (the process died during it, or a journal line was lost) gets a
+        synthetic "interrupted" one right after its call, so the history is
+        valid; finished tool calls are never run again; a turn the process died
+        in ends as ``interrupted``. Use ``continue_turn()`` to let the model pick
+        up where it stopped. Inputs ``send()`` accepted that never started run
+        first (``requeued`` has their handles).
+
+        A journal whose state is ``closing`` (it closed before its owner took all
+        its memory candidates) runs no input: ``await session.close(state.closing)``
+        hands the candidates to the finalising hooks again.
+
+        ``state``: the journal, already read; by default it is read here, which
+        blocks: in async code pass ``state=await aread_journal(directory / JOURNAL_FILE)``
+        (read in a worker thread).
         """
         path = Path(directory)
-        state = read_journal(path / JOURNAL_FILE)
+        if state is None:
+            state = read_journal(path / JOURNAL_FILE)
         return cls(
             provider,
             tools=tools,
@@ -267,6 +307,20 @@ class Session:
     @property
     def pending_inputs(self) -> int:
         return len(self._inbox)
+
+    @property
+    def requeued(self) -> tuple[TurnHandle, ...]:
+        """Handles of the inputs a reopen found accepted and not started (they run first)."""
+        return self._requeued
+
+    @property
+    def closing_pending(self) -> bool:
+        """The journal says ``closing``: the Session closed (or was reopened from such a
+        journal) while candidates the owner has not acknowledged remain."""
+        return self._recorder.unclosed is not None
+
+    def _unacknowledged(self) -> tuple[MemoryCandidate, ...]:
+        return tuple(c for c in self._candidates if c.id not in self._reported)
 
     @property
     def interrupted_turn(self) -> bool:
@@ -327,16 +381,20 @@ class Session:
                 f"session {self.id} is not running: callbacks need a running Session"
             )
         subscription = self.subscribe(buffer=buffer, overflow=overflow)
-        self._task_group.start_soon(_pump, self, subscription, callback)
+        self._task_group.start_soon(pump, self, subscription, callback)
         return subscription
 
     def acknowledge_candidates(self, candidate_ids: Iterable[str]) -> None:
-        """The owner took these candidates; finalising hooks will not get them again."""
+        """The owner took these candidates; finalising hooks will not get them again.
+
+        Works after the close too: a Session that closed ``closing`` (its hooks did
+        not take every candidate) is recorded closed once nothing is left.
+        """
         ids = tuple(i for i in candidate_ids if i not in self._reported)
         if ids:
             self._reported.update(ids)
-            if self._journal is not None and self._state != "closed":
-                self._journal.append(ReportedRecord(candidate_ids=ids))
+            waiting = len(self._unacknowledged())
+            self._recorder.acknowledged(ids, waiting=waiting, closed=self._state == "closed")
 
     # -- input ---------------------------------------------------------------------------
 
@@ -352,28 +410,33 @@ class Session:
         ``origin`` records who produced the input (``user``, or ``agent`` for
         input the Agent synthesised); a ``UserMessage`` keeps its own origin.
         """
-        if self._closing or self._state == "closed":
-            raise SessionClosedError(f"session {self.id} is closing or closed")
+        self._check_accepting()
         message = (
             input if isinstance(input, UserMessage) else UserMessage(content=input, origin=origin)
         )
-        handle = TurnHandle(message)
-        if policy == "interrupt":
-            self._inbox.appendleft((handle, message))
+        # Accepted means on disk (opened early if the Session does not run yet).
+        first = policy == "interrupt"
+        handle = self._inbox.accept(message, first=first, journal=self._recorder.open())
+        if first:
             self.cancel()
-        else:
-            self._inbox.append((handle, message))
         self._wake_up()
         return handle
 
     def continue_turn(self) -> TurnHandle:
         """Run the model on the history as it is (after a reopen): no new input."""
-        if self._closing or self._state == "closed":
-            raise SessionClosedError(f"session {self.id} is closing or closed")
-        handle = TurnHandle(None)
-        self._inbox.append((handle, None))
+        self._check_accepting()
+        handle = self._inbox.continuation()
         self._wake_up()
         return handle
+
+    def _check_accepting(self) -> None:
+        if self._closing or self._state == "closed":
+            raise SessionClosedError(f"session {self.id} is closing or closed")
+        if self._recorder.unclosed is not None:
+            raise SessionClosedError(
+                f"session {self.id} was closing when it stopped: close() it to hand its "
+                "memory candidates to the owner"
+            )
 
     def cancel(self) -> bool:
         """Cancel the running Query (if any). Returns whether one was running."""
@@ -419,12 +482,12 @@ class Session:
         with bind_ids(session_id=self.id):
             async with anyio.create_task_group() as group:
                 self._task_group = group
-                self._open_journal()
+                self._recorder.open()
                 self._state = "running"
                 task_status.started()
                 try:
-                    if self._restored is not None and self._restored.open_turn is not None:
-                        await self._close_crashed_turn(self._restored.open_turn)
+                    if self._restored is not None:
+                        await self._repair(self._restored)
                     await self._mailbox()
                 except anyio.get_cancelled_exc_class():
                     self._close_reason = "cancelled"
@@ -450,7 +513,15 @@ class Session:
         subscription. Waits until all of that is done. Idempotent."""
         if self._state == "new":
             self._state = "closed"
-            self._drop_inbox()
+            recorder = self._recorder
+            # A journal that exists says its queued inputs are dropped, and, since no hook
+            # ran, that it is closed only if no candidate waits for the owner.
+            journal = recorder.open() if recorder.exists else None
+            self._inbox.drop(self._turns, journal)
+            if journal is not None:
+                waiting = len(self._unacknowledged())
+                recorder.last_word(reason, waiting=waiting, hooks_took_all=False)
+                recorder.close()
             self._hub.end()
             return
         if not self._closing:
@@ -463,7 +534,7 @@ class Session:
 
     async def wait_closed(self) -> None:
         """Wait until the Session is finalised and its callbacks have seen every event."""
-        if _current_pump.get() is self:
+        if pumping() is self:
             # Called from one of this Session's own callbacks: waiting for the
             # callbacks to drain would wait for ourselves.
             if self._closed is not None:
@@ -480,52 +551,45 @@ class Session:
                     return
                 self._wake = anyio.Event()
                 await self._wake.wait()
-            handle, message = self._inbox.popleft()
+            handle, message = self._inbox.pop()
             self._current = handle
             await self._turn(handle, message)
             self._current = None
 
-    def _open_journal(self) -> None:
-        if self.directory is None:
-            return
-        self._journal = Journal(self.directory / JOURNAL_FILE, fsync=self.config.fsync)
-        if self._restored is None:
-            self._journal.append(
-                HeaderRecord(
-                    session_id=self.id,
-                    created_at=now(),
-                    system=self.system,
-                    parent_id=self.parent_id,
-                    depth=self.depth,
-                )
+    def _header(self) -> HeaderRecord:
+        return HeaderRecord(
+            session_id=self.id,
+            created_at=now(),
+            system=self.system,
+            parent_id=self.parent_id,
+            depth=self.depth,
+        )
+
+    async def _repair(self, restored: JournalState) -> None:
+        """Make the reopened history valid: every tool call without a result (the process
+        died during it, or a journal line was lost) gets a synthetic one right after its
+        call, journaled; a turn the process died in ends as ``interrupted``."""
+        turn = restored.open_turn if restored.open_turn is not None else self._turns
+        missing = unanswered_calls(self._history)
+        for call in missing:
+            synthetic = interrupted_by_crash(call)
+            await self._recorder.commit(MessageRecord(turn=turn, message=synthetic))
+            place(self._history, synthetic)  # where replaying the journal puts it, too
+            self._history_chars += message_chars(synthetic)
+        if missing and restored.open_turn is None:
+            _log.warning(
+                "session.history_repaired",
+                unanswered_calls=len(missing),
+                reason="tool results missing from the journal",
             )
-
-    async def _commit(self, record: Record) -> None:
-        if self._journal is not None:
-            await self._journal.commit(record)
-
-    async def _close_crashed_turn(self, turn: int) -> None:
-        """Give every tool call of the crashed turn a result, then end the turn."""
-        answered = {m.tool_call_id for m in self._history if isinstance(m, ToolMessage)}
-        for message in list(self._history):
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        synthetic = ToolMessage(
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            content=INTERRUPTED_BY_CRASH,
-                            is_error=True,
-                            synthetic=True,
-                        )
-                        self._append(synthetic)
-                        await self._commit(MessageRecord(turn=turn, message=synthetic))
-        outcome = TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED)
-        await self._commit(TurnEndRecord(outcome=outcome))
-        if self._journal is not None:
-            await self._journal.sync()
-        self._hub.publish(TurnDone(outcome=outcome))
-        _log.warning("session.crashed_turn_closed", turn=turn)
+        if restored.open_turn is not None:
+            outcome = TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED)
+            await self._recorder.commit(TurnEndRecord(outcome=outcome))
+            await self._recorder.sync()
+            self._hub.publish(TurnDone(outcome=outcome))
+            _log.warning("session.crashed_turn_closed", turn=turn)
+        elif missing:
+            await self._recorder.sync()
 
     async def _turn(self, handle: TurnHandle, message: UserMessage | None) -> None:
         limit = self.config.max_turns
@@ -539,6 +603,7 @@ class Session:
                 ),
                 input_id=message.id if message else None,
             )
+            await self._recorder.commit(TurnEndRecord(outcome=outcome))  # it consumes the input
             self._hub.publish(TurnDone(outcome=outcome))
             handle._resolve(outcome)
             return
@@ -546,8 +611,10 @@ class Session:
         turn = self._turns
         self._turn_messages = [message] if message is not None else []
         if message is not None:
-            await self._commit(InputRecord(turn=turn, message=message))
+            await self._recorder.commit(InputRecord(turn=turn, message=message))
             self._append(message)
+        else:
+            await self._recorder.commit(TurnStartRecord(turn=turn))
         self._hub.publish(TurnStarted(turn=turn, input=message))
         self._child_usage = Usage()
         usage = Usage()
@@ -572,9 +639,8 @@ class Session:
             input_id=message.id if message else None,
         )
         self._usage = self._usage + usage
-        await self._commit(TurnEndRecord(outcome=outcome))
-        if self._journal is not None and self.config.fsync == "turn":
-            await self._journal.sync()
+        await self._recorder.commit(TurnEndRecord(outcome=outcome))
+        await self._recorder.sync_turn()
         self._hub.publish(TurnDone(outcome=outcome))
         handle._resolve(outcome)
         if self.config.extract_memory and not self._closing:
@@ -607,13 +673,13 @@ class Session:
         chars = self._history_chars + (message_chars(system) if system else 0)
         return self._calibration.tokens(chars)
 
-    async def _compact_if_needed(self, reason: str) -> None:
+    async def _compact_if_needed(self, reason: CompactionReason) -> None:
         if not self.config.compaction:
             return
         if self.estimated_tokens() > self.config.context_window * self.config.compact_at:
             await self._compact(reason)
 
-    async def _compact(self, reason: str) -> bool:
+    async def _compact(self, reason: CompactionReason) -> bool:
         return await compact(self, reason)
 
     async def _extract(self, turn: int, messages: list[Message]) -> None:
@@ -625,8 +691,7 @@ class Session:
         """Usage of the Session's own requests (summaries, extraction), outside any turn."""
         if usage.requests:
             self._usage = self._usage + usage
-            if self._journal is not None:
-                self._journal.append(UsageRecord(usage=usage, purpose=purpose))
+            self._recorder.write(UsageRecord(usage=usage, purpose=purpose))
 
     def _add_child_usage(self, usage: Usage) -> None:
         self._child_usage = self._child_usage + usage
@@ -653,17 +718,6 @@ class Session:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def _drop_inbox(self) -> None:
-        while self._inbox:
-            handle, message = self._inbox.popleft()
-            handle._resolve(
-                TurnOutcome(
-                    turn=self._turns,
-                    status=TurnStatus.CANCELLED,
-                    input_id=message.id if message else None,
-                )
-            )
-
     async def _finalise(self) -> None:
         self._closing = True
         self._state = "closing"
@@ -672,28 +726,29 @@ class Session:
             current = self._current
             if current is not None and not current.done:
                 # The turn was torn down from outside (or by a failure) before it finished.
-                current._resolve(
-                    TurnOutcome(
-                        turn=self._turns,
-                        status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
-                        input_id=current.input.id if current.input else None,
-                    )
+                outcome = TurnOutcome(
+                    turn=self._turns,
+                    status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
+                    input_id=current.input.id if current.input else None,
                 )
-            self._drop_inbox()
+                self._recorder.write(TurnEndRecord(outcome=outcome))
+                self._hub.publish(TurnDone(outcome=outcome))
+                current._resolve(outcome)
+            self._inbox.drop(self._turns, self._recorder.journal)
             self._hub.publish(SessionFinalizing(reason=reason))
-            await self._run_finalizing_hooks(reason)
-            if self._journal is not None:
+            took_all = await self._run_finalizing_hooks(reason)
+            if self._recorder.journal is not None:
                 try:
-                    self._journal.append(ClosedRecord(reason=reason, at=now()))
-                    await self._journal.sync()
+                    waiting = len(self._unacknowledged())
+                    self._recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
+                    await self._recorder.sync()
                 except OSError as exc:
                     _log.exception("session.journal_failed", stage="close")
                     self._hub.publish(
                         SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal")
                     )
         finally:
-            if self._journal is not None:
-                self._journal.close()
+            self._recorder.close()
             self._state = "closed"
             try:
                 self._hub.publish(SessionClosed(reason=reason))
@@ -702,42 +757,24 @@ class Session:
                 if self._closed is not None:
                     self._closed.set()
 
-    async def _run_finalizing_hooks(self, reason: CloseReason) -> None:
+    async def _run_finalizing_hooks(self, reason: CloseReason) -> bool:
+        """Run every hook; True if each returned normally (so the owner took the candidates)."""
         context = FinalizingContext(
             session_id=self.id,
             reason=reason,
-            candidates=tuple(c for c in self._candidates if c.id not in self._reported),
+            candidates=self._unacknowledged(),
             usage=self._usage,
             turns=self._turns,
             parent_id=self.parent_id,
         )
-        for hook in list(self.on_session_finalizing):
-            try:
-                with anyio.fail_after(self.config.hook_timeout):
-                    value = hook(context)
-                    if inspect.isawaitable(value):
-                        await value
-            except Exception as exc:  # TimeoutError included: one bad hook never stops the rest
-                _log.exception("session.finalizing_hook_failed", hook=repr(hook))
-                self._hub.publish(
-                    SessionFailed(error=ErrorInfo.from_exception(exc), stage="finalizing_hook")
-                )
+
+        def failed(exc: Exception) -> None:
+            error = ErrorInfo.from_exception(exc)
+            self._hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
+
+        return await run_hooks(
+            self.on_session_finalizing, context, self.config.hook_timeout, failed
+        )
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"
-
-
-_current_pump: ContextVar[Session | None] = ContextVar("xai_session_pump", default=None)
-
-
-async def _pump(
-    session: Session, subscription: Subscription[Any], callback: Callable[[Any], Any]
-) -> None:
-    _current_pump.set(session)
-    async for event in subscription:
-        try:
-            value = callback(event)
-            if value is not None and inspect.isawaitable(value):
-                await value
-        except Exception:
-            _log.exception("session.callback_failed", callback=repr(callback))

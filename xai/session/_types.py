@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -9,6 +10,7 @@ import anyio
 import msgspec
 
 from xai.exceptions import ConfigurationError
+from xai.logs import get_logger
 from xai.messages import CloseReason, MemoryCandidate, TurnOutcome, Usage, UserMessage
 from xai.query import QueryConfig
 from xai.session._journal import FsyncPolicy
@@ -23,7 +25,10 @@ __all__ = [
     "InputPolicy",
     "SessionConfig",
     "TurnHandle",
+    "run_hooks",
 ]
+
+_log = get_logger(__name__)
 
 InputPolicy: TypeAlias = Literal["queue", "interrupt"]
 
@@ -77,6 +82,31 @@ class FinalizingContext(msgspec.Struct, frozen=True, kw_only=True):
 
 
 FinalizingHook: TypeAlias = Callable[[FinalizingContext], Awaitable[None] | None]
+
+
+async def run_hooks(
+    hooks: list[FinalizingHook],
+    context: FinalizingContext,
+    seconds: float,
+    failed: Callable[[Exception], None],
+) -> bool:
+    """Call each hook in turn, each within ``seconds``; True if every one returned normally
+    (so the owner took the candidates). One that fails or times out is logged and reported
+    to ``failed``; the next still runs."""
+    took_all = True
+    for hook in list(hooks):
+        try:
+            with anyio.fail_after(seconds):
+                value = hook(context)
+                if inspect.isawaitable(value):
+                    await value
+        except Exception as exc:  # TimeoutError included
+            took_all = False
+            _log.exception("session.finalizing_hook_failed", hook=repr(hook))
+            failed(exc)
+    return took_all
+
+
 ChildFactory: TypeAlias = Callable[["Session", str], Awaitable["Session"]]
 """The owner's hook for delegation: make and start a child Session for a task."""
 

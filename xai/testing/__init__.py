@@ -16,12 +16,15 @@ from xai.testing._script import (
 )
 from xai.testing._scripted_provider import ScriptedProvider
 from xai.testing._server import OpenAIWireServer, RecordedRequest
+from xai.testing._validate import Violation, ViolationRule, check_chat_request
+from xai.testing._violations import InvalidRequest
 
 __all__ = [
     "Delay",
     "DropConnection",
     "Fault",
     "HttpError",
+    "InvalidRequest",
     "MalformedChunk",
     "NetworkBlockedError",
     "OpenAIWireServer",
@@ -32,6 +35,9 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedProvider",
+    "Violation",
+    "ViolationRule",
     "block_network",
+    "check_chat_request",
     "hash_embedding",
 ]

@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     serve.add_argument("--model", default="xai-scripted")
     serve.add_argument("--api-key", help="demand this key from clients")
+    serve.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="take chat requests that break the Chat Completions rules (default: answer 400)",
+    )
     args = parser.parse_args(argv)
 
     script = None
@@ -41,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     with OpenAIWireServer(
-        script, host=args.host, port=args.port, model=args.model, api_key=args.api_key
+        script,
+        host=args.host,
+        port=args.port,
+        model=args.model,
+        api_key=args.api_key,
+        validate_requests=not args.no_validate,
     ) as server:
         print(f"listening on {server.base_url}", flush=True)
         stop.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import anyio
 
@@ -25,6 +26,7 @@ from xai.providers import (
     error_for_status,
     map_finish_reason,
     to_wire_messages,
+    to_wire_tools,
 )
 from xai.testing._render import estimate_usage, finish_reason, pieces
 from xai.testing._script import (
@@ -37,6 +39,7 @@ from xai.testing._script import (
     Script,
     Scripted,
 )
+from xai.testing._violations import InvalidRequest, screen
 
 __all__ = ["ScriptedProvider"]
 
@@ -54,6 +57,12 @@ class ScriptedProvider:
     (``OpenAIWireServer``) when the real ``openai`` client must be exercised.
     Faults map to the typed errors the real provider would raise; a ``Delay``
     longer than ``timeout`` raises ``ProviderTimeoutError``.
+
+    Every request is checked, in the wire shape ``OpenAIProvider`` would send,
+    against the Chat Completions rules (see ``xai.testing._validate``): one that
+    breaks a rule raises ``BadRequestError`` (what a real endpoint's 400 gives),
+    is listed in ``violations`` and is reported to the pytest plugin, which fails
+    the test. ``validate_requests=False`` turns the check off.
     """
 
     def __init__(
@@ -62,9 +71,14 @@ class ScriptedProvider:
         *,
         model: str = "scripted",
         timeout: float = 60.0,
+        validate_requests: bool = True,
     ) -> None:
         self.script = Scripted(script)
         self.requests: list[ProviderRequest] = []
+        self.validate_requests = validate_requests
+        """False: take any request, however it breaks the Chat Completions rules."""
+        self.violations: list[InvalidRequest] = []
+        """The requests that broke a rule (each raised ``BadRequestError``)."""
         self._model = model
         self.timeout = timeout
 
@@ -83,10 +97,17 @@ class ScriptedProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         self.requests.append(request)
-        body = {
+        body: dict[str, Any] = {
             "model": request.model or self._model,
             "messages": to_wire_messages(request.messages),
         }
+        if request.tools:
+            body["tools"] = to_wire_tools(request.tools)
+        if self.validate_requests:
+            invalid = screen("ScriptedProvider", body)
+            if invalid is not None:
+                self.violations.append(invalid)
+                raise error_for_status(400, invalid.error_message(), code="invalid_request")
         reply = self.script.next_reply(body)
         fault = reply.fault
         if isinstance(fault, HttpError):

@@ -3,7 +3,9 @@
 Starlette app served by uvicorn on 127.0.0.1 (ephemeral port by default) in a
 thread of its own, so it serves the same whether the test runs on asyncio or
 trio. Replies come from a script (``Scripted``); faults are injected per reply;
-every request is recorded.
+every request is recorded. Every chat request is checked against the Chat
+Completions rules (``_validate``): one that breaks any gets a 400, like a real
+endpoint, and is reported so the test that sent it fails (``_violations``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from xai.testing._script import (
     Scripted,
     ScriptExhausted,
 )
+from xai.testing._validate import Violation
+from xai.testing._violations import InvalidRequest, screen
 
 __all__ = ["OpenAIWireServer", "RecordedRequest"]
 
@@ -51,6 +55,8 @@ class RecordedRequest(msgspec.Struct, frozen=True, kw_only=True):
     body: dict[str, Any]
     headers: dict[str, str]
     received_at: float
+    violations: tuple[Violation, ...] = ()
+    """The Chat Completions rules the request broke (it was answered with a 400)."""
 
 
 class _InjectedDrop(Exception):
@@ -64,10 +70,16 @@ class _QuietInjectedDrops(logging.Filter):
 
 
 def _error(
-    status: int, message: str, *, code: str | None = None, kind: str = "server_error"
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    kind: str = "server_error",
+    param: str | None = None,
 ) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": code}}, status_code=status
+        {"error": {"message": message, "type": kind, "param": param, "code": code}},
+        status_code=status,
     )
 
 
@@ -78,6 +90,12 @@ class OpenAIWireServer:
     fixture, or from the command line (``python -m xai.testing serve``).
     ``api_key`` makes the server demand that key (and echo it in its 401, to
     prove clients never log it).
+
+    Every chat request is validated (see ``xai.testing._validate``): one that
+    breaks a rule is answered with a 400 ``invalid_request_error`` naming each
+    rule, listed in ``violations``, and reported to the pytest plugin, which
+    fails the test. ``validate_requests=False`` turns the check off for a server
+    that must take anything (a test that sends bad requests on purpose).
     """
 
     def __init__(
@@ -90,8 +108,13 @@ class OpenAIWireServer:
         api_key: str | None = None,
         embedding_dim: int = 64,
         send_usage: bool = True,
+        validate_requests: bool = True,
     ) -> None:
         self.script = Scripted(script)
+        self.validate_requests = validate_requests
+        """False: take any chat request, however it breaks the Chat Completions rules."""
+        self.violations: list[InvalidRequest] = []
+        """The chat requests that broke a rule (each answered with a 400)."""
         self.send_usage = send_usage
         """False emulates servers that ignore ``stream_options.include_usage``."""
         self.host = host
@@ -121,10 +144,11 @@ class OpenAIWireServer:
         self.script.add_rule(rule)
 
     def reset(self) -> None:
-        """Forget the script and the recorded requests (the pytest fixture does this per test)."""
+        """Forget the script, the recorded requests and violations (the pytest fixture does this per test)."""
         self.script.reset()
         with self._lock:
             self.requests.clear()
+            self.violations.clear()
 
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -211,7 +235,7 @@ class OpenAIWireServer:
 
     # -- endpoints ---------------------------------------------------------------
 
-    async def _record(self, request: Request) -> dict[str, Any] | Response:
+    async def _record(self, request: Request, *, chat: bool = False) -> dict[str, Any] | Response:
         raw = await request.body()
         try:
             body = msgspec.json.decode(raw) if raw else {}
@@ -219,6 +243,9 @@ class OpenAIWireServer:
             return _error(400, "request body is not valid JSON", kind="invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "request body must be a JSON object", kind="invalid_request_error")
+        invalid = None
+        if chat and self.validate_requests:
+            invalid = screen(f"OpenAIWireServer at {self.base_url}", body)
         with self._lock:
             self.requests.append(
                 RecordedRequest(
@@ -226,8 +253,11 @@ class OpenAIWireServer:
                     body=body,
                     headers=dict(request.headers),
                     received_at=time.time(),
+                    violations=invalid.violations if invalid is not None else (),
                 )
             )
+            if invalid is not None:
+                self.violations.append(invalid)
         if self.api_key is not None:
             sent = request.headers.get("authorization", "")
             if sent != f"Bearer {self.api_key}":
@@ -238,6 +268,15 @@ class OpenAIWireServer:
                     code="invalid_api_key",
                     kind="invalid_request_error",
                 )
+        if invalid is not None:
+            first = invalid.violations[0]
+            return _error(
+                400,
+                invalid.error_message(),
+                code="invalid_request",
+                kind="invalid_request_error",
+                param=f"messages.[{first.index}]" if first.index is not None else None,
+            )
         return body
 
     async def _health(self, request: Request) -> Response:
@@ -273,7 +312,7 @@ class OpenAIWireServer:
         )
 
     async def _chat(self, request: Request) -> Response:
-        body = await self._record(request)
+        body = await self._record(request, chat=True)
         if isinstance(body, Response):
             return body
         try:

@@ -1,0 +1,68 @@
+"""A Session's inputs waiting for their turn, in the order they will run.
+
+Accepting an input journals it at once (``accepted``: one ``O_APPEND`` write,
+so ``send()`` stays synchronous and a kill -9 right after it loses nothing);
+a restart puts the accepted inputs that never started back, in order; a close
+drops what waits and journals that (``dropped``), so a restart never runs it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from xai.messages import TurnOutcome, TurnStatus, UserMessage
+from xai.session._journal import AcceptedRecord, DroppedRecord, Journal
+from xai.session._types import TurnHandle
+
+__all__ = ["Inbox"]
+
+
+class Inbox:
+    """Waiting turns: ``(handle, input)``, the input ``None`` for ``continue_turn``."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[TurnHandle, UserMessage | None]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def accept(self, message: UserMessage, *, first: bool, journal: Journal | None) -> TurnHandle:
+        """Queue an input (``first``: before those waiting), journaled before it is queued."""
+        if journal is not None:
+            journal.append(AcceptedRecord(message=message, interrupt=first))
+        handle = TurnHandle(message)
+        if first:
+            self._items.appendleft((handle, message))
+        else:
+            self._items.append((handle, message))
+        return handle
+
+    def continuation(self) -> TurnHandle:
+        handle = TurnHandle(None)
+        self._items.append((handle, None))
+        return handle
+
+    def requeue(self, messages: Iterable[UserMessage]) -> tuple[TurnHandle, ...]:
+        """Inputs accepted before a restart (already journaled), to run next, in order."""
+        handles = tuple(TurnHandle(m) for m in messages)
+        self._items.extend((h, h.input) for h in handles)
+        return handles
+
+    def pop(self) -> tuple[TurnHandle, UserMessage | None]:
+        return self._items.popleft()
+
+    def drop(self, turn: int, journal: Journal | None) -> None:
+        """Cancel every waiting input, journaled as dropped first."""
+        dropped = tuple(message.id for _, message in self._items if message is not None)
+        if dropped and journal is not None:
+            journal.append(DroppedRecord(input_ids=dropped))
+        while self._items:
+            handle, message = self._items.popleft()
+            handle._resolve(
+                TurnOutcome(
+                    turn=turn, status=TurnStatus.CANCELLED, input_id=message.id if message else None
+                )
+            )

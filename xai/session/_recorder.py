@@ -1,0 +1,124 @@
+"""A Session's side of its journal: what it writes when, and what it says last.
+
+The journal is opened on first use (a new Session writes its header then; an
+input sent before the Session runs opens it early). Records are written as the
+fsync policy says. At the close it writes its last word: ``closed``, or
+``closing`` while memory candidates the owner has not acknowledged remain; an
+acknowledgement that comes after the close is appended to the file, and the
+last one completes the close.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from xai.logs import get_logger
+from xai.messages import CloseReason
+from xai.session._journal import (
+    JOURNAL_FILE,
+    ClosedRecord,
+    ClosingRecord,
+    FsyncPolicy,
+    HeaderRecord,
+    Journal,
+    Record,
+    ReportedRecord,
+    append_records,
+    now,
+)
+
+__all__ = ["Recorder"]
+
+_log = get_logger(__name__)
+
+
+class Recorder:
+    """Writes one Session's journal (nothing at all without a directory).
+
+    ``unclosed`` is the reason of a close the journal records as ``closing``
+    (also when reopened from such a journal).
+    """
+
+    __slots__ = ("_exists", "_header", "fsync", "journal", "path", "unclosed")
+
+    def __init__(
+        self,
+        directory: Path | None,
+        fsync: FsyncPolicy,
+        header: Callable[[], HeaderRecord],
+        *,
+        exists: bool,
+        unclosed: CloseReason | None,
+    ) -> None:
+        self.path = directory / JOURNAL_FILE if directory is not None else None
+        self.fsync: FsyncPolicy = fsync
+        self.journal: Journal | None = None
+        self.unclosed = unclosed
+        self._header = header
+        self._exists = exists  # the file has its header
+
+    def open(self) -> Journal | None:
+        """The open journal, opened now if need be (``None`` without a directory)."""
+        if self.journal is None and self.path is not None:
+            self.journal = Journal(self.path, fsync=self.fsync)
+            if not self._exists:
+                self.journal.append(self._header())
+                self._exists = True
+        return self.journal
+
+    @property
+    def exists(self) -> bool:
+        return self._exists
+
+    def write(self, record: Record) -> None:
+        """Append to the open journal (nothing if it is not open)."""
+        if self.journal is not None:
+            self.journal.append(record)
+
+    async def commit(self, record: Record) -> None:
+        """Append, and sync if the policy syncs every record."""
+        self.write(record)
+        await self.sync_commit()
+
+    async def sync_commit(self) -> None:
+        if self.journal is not None and self.fsync == "commit":
+            await self.journal.sync()
+
+    async def sync_turn(self) -> None:
+        if self.journal is not None and self.fsync == "turn":
+            await self.journal.sync()
+
+    async def sync(self) -> None:
+        if self.journal is not None:
+            await self.journal.sync()
+
+    def last_word(self, reason: CloseReason, *, waiting: int, hooks_took_all: bool) -> None:
+        """``closed``, or ``closing`` while ``waiting`` candidates wait for an acknowledgement
+        the hooks did not give."""
+        if hooks_took_all or not waiting:
+            self.write(ClosedRecord(reason=reason, at=now()))
+            self.unclosed = None
+        else:
+            self.write(ClosingRecord(reason=reason, at=now()))
+            self.unclosed = reason
+            _log.warning("session.closing_pending", unacknowledged=waiting)
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+    def acknowledged(self, ids: tuple[str, ...], *, waiting: int, closed: bool) -> None:
+        """The owner took candidates ``ids`` (``waiting`` still wait). While the journal is
+        not open (before the Session runs, after it closed) the record is appended to the
+        file; after a close that said ``closing``, with ``closed`` if nothing waits now."""
+        record = ReportedRecord(candidate_ids=ids)
+        if self.journal is not None:
+            self.journal.append(record)
+        elif self._exists and self.path is not None:
+            records: list[Record] = [record]
+            if closed and self.unclosed is not None and not waiting:
+                records.append(ClosedRecord(reason=self.unclosed, at=now()))
+                self.unclosed = None
+            append_records(self.path, *records)
