@@ -16,10 +16,29 @@ from typing import Any
 import anyio
 import pytest
 
-from xai.messages import TurnStatus
+from xai.cli._scripted import scripted_model
+from xai.messages import (
+    AssistantMessage,
+    ToolCall,
+    TurnOutcome,
+    TurnStatus,
+    UserMessage,
+)
 from xai.providers import OpenAIProvider
 from xai.runner import run_input, validate_input
-from xai.session import JOURNAL_FILE, Session, SessionConfig, SystemPrompt
+from xai.runner._trace import turns_of
+from xai.session import (
+    JOURNAL_FILE,
+    FinalizingContext,
+    InputRecord,
+    MessageRecord,
+    Record,
+    Session,
+    SessionConfig,
+    SystemPrompt,
+    TurnEndRecord,
+    read_journal,
+)
 from xai.testing import HttpError, OpenAIWireServer, RecordedRequest, Reply, ScriptedCall
 from xai.tools import tool
 
@@ -118,14 +137,27 @@ async def test_a_crash_in_a_continued_turn_is_never_reported_as_a_clean_success(
     trace, report = await resume(tmp_path, provider, ["q"])
     after = openai_server.chat_requests()[before:]
     assert all(unanswered_calls(r) == [] for r in after), "a request carried an unanswered call"
+    # The continued turn's start is journaled: the Session repaired it and the run went on.
+    assert len(after) == 1 and report.status == "success"
+    assert trace["checkpoint"]["interrupted_turns"] == [1]
     (turn,) = trace["turns"]
-    if report.status == "success":  # the Session repaired the continued turn and went on
-        assert turn["interruptions"] == 2 and turn["answer"] == "The answer."
-        assert all(c["result"] is not None for c in turn["tool_calls"])
-    else:  # the call was left unanswered: the trace says so
-        assert turn["status"] == TurnStatus.INTERRUPTED.value
-        assert "never got a result" in turn["error"]
-        assert trace["status"] == "failed"
+    assert turn["status"] == "completed" and turn["interruptions"] == 2
+    assert turn["answer"] == "The answer."
+    assert [c["synthetic"] for c in turn["tool_calls"]] == [True, True]
+    assert all(c["result"] is not None for c in turn["tool_calls"])
+
+
+def test_an_unanswered_call_makes_the_turn_interrupted_and_the_run_failed() -> None:
+    """Whatever journal the trace is built from, a call with no result is no success."""
+    call = ToolCall(id="c1", name="slow_lookup", arguments="{}")
+    records: list[Record] = [
+        InputRecord(turn=1, message=UserMessage(content="q")),
+        MessageRecord(turn=1, message=AssistantMessage(content="", tool_calls=(call,))),
+        TurnEndRecord(outcome=TurnOutcome(turn=1, status=TurnStatus.COMPLETED)),
+    ]
+    (turn,), _ = turns_of(records)
+    assert turn.status is TurnStatus.INTERRUPTED and turn.error is not None
+    assert "c1" in turn.error and turn.tool_calls[0].success is False
 
 
 async def test_a_turn_that_ended_in_an_error_is_not_run_again(
@@ -149,3 +181,44 @@ async def test_a_turn_that_ended_in_an_error_is_not_run_again(
     assert trace["checkpoint"]["resumed_from_turn"] == 1
     assert [t["status"] for t in trace["turns"]] == ["error", "completed"]
     assert trace["status"] == "failed" and "bad request" in trace["error"]
+
+
+async def test_a_session_that_was_closing_only_hands_over_its_candidates(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """The run stopped while its Session closed and nobody had taken its memory candidates
+    (the journal says ``closing``): resume sends nothing, the Agent decides them, and the
+    trace says which inputs were never sent."""
+    openai_server.script.add_responder(scripted_model)
+    source = tmp_path / "live"
+
+    def lost_owner(context: FinalizingContext) -> None:
+        raise RuntimeError("the owner died before taking the candidates")
+
+    session = Session(
+        provider,
+        config=SessionConfig(fsync="commit", extract_memory=True),
+        directory=source,
+        session_id="c1",
+    )
+    async with session:
+        session.on_session_finalizing.append(lost_owner)
+        await session.send("Hi, I'm Ada!")  # then the run was cancelled, before input 2
+    assert read_journal(source / JOURNAL_FILE).closing == "closed"
+    await anyio.to_thread.run_sync(shutil.copytree, source, checkpoint(tmp_path))
+    before = len(openai_server.chat_requests())
+    inp = validate_input(
+        {
+            "conversation_id": "c1",
+            "user_inputs": ["Hi, I'm Ada!", "What is my name?"],
+            "toolset": "none",
+            "save_memory": "conversation",
+        },
+        tmp_path,
+    )
+    report = await run_input(inp, tmp_path / "out", resume=True, home=tmp_path, provider=provider)
+    assert openai_server.chat_requests()[before:] == []  # nothing sent again
+    trace = json.loads((tmp_path / "out" / "trace.json").read_text())
+    assert [d["decision"] for d in trace["memory"]["decisions"]] == ["add"]
+    assert report.status == "failed" and "input(s) 2 not sent" in (report.error or "")
+    assert trace["multi_turn"] == {"inputs": 2, "processed": 1}

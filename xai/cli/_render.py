@@ -16,6 +16,7 @@ from xai.events import (
     CandidatesProposed,
     Compacted,
     EventsDropped,
+    JournalQuarantined,
     MemoryDecided,
     MessageCommitted,
     QueryDone,
@@ -119,6 +120,11 @@ class Renderer:
             self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
         elif isinstance(body, SessionFailed):
             self.line(f"{tag}{self.dim}[{body.stage} failed: {body.error.message}]{self.reset}")
+        elif isinstance(body, JournalQuarantined):
+            self.line(
+                f"{self.bold}[a conversation's journal could not be read ({body.error}): "
+                f"kept as {body.moved_to}]{self.reset}"
+            )
         elif isinstance(body, EventsDropped):
             self.line(
                 f"{self.dim}[{body.count} event(s) not shown: output fell behind]{self.reset}"

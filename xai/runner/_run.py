@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import msgspec
@@ -69,10 +69,12 @@ class _SessionRun(msgspec.Struct, kw_only=True):
     usage: Usage
     resumed_from: int
     memory: list[dict[str, Any]]
+    unsent: list[int] = msgspec.field(default_factory=list)
+    """Inputs (by number) never sent: the resumed Session was closing and takes none."""
 
     @property
     def ok(self) -> bool:
-        return all(t.status is TurnStatus.COMPLETED for t in self.turns)
+        return not self.unsent and all(t.status is TurnStatus.COMPLETED for t in self.turns)
 
     @property
     def status(self) -> str:
@@ -81,7 +83,12 @@ class _SessionRun(msgspec.Struct, kw_only=True):
     @property
     def error(self) -> str | None:
         failed = [t for t in self.turns if t.status is not TurnStatus.COMPLETED]
-        return failed[0].error if failed else None
+        if failed:
+            return failed[0].error
+        if self.unsent:
+            numbers = ", ".join(map(str, self.unsent))
+            return f"input(s) {numbers} not sent: the Session was closing when the run stopped"
+        return None
 
     @property
     def answer(self) -> str:
@@ -103,42 +110,59 @@ def _messages(system: SystemMessage | None, history: list[Message]) -> list[dict
     return to_wire_messages([system, *history] if system is not None else history)
 
 
+class _Reopened(NamedTuple):
+    session: Session
+    accepted: int
+    """Inputs the journal holds: begun, or accepted and requeued (the Session runs those)."""
+    interrupted: bool
+    """A turn was running when the process died (the Session ends it as it starts)."""
+    closing: CloseReason | None
+    """The Session was closing, its candidates not all taken: it only closes again."""
+
+
 def _reopen(
     directory: Path, provider: Provider, tools: ToolSet, config: SessionConfig
-) -> tuple[Session, int, bool]:
-    """The Session of a checkpoint, how many inputs its journal holds, and whether a turn
-    was running when the process died (the Session repairs it as it starts)."""
+) -> _Reopened:
+    """The Session of a checkpoint, and what its journal says (read in a worker thread)."""
     journal = directory / JOURNAL_FILE
     state = read_journal(journal)  # cuts a torn last line: the records below are whole
-    accepted = sum(1 for r in read_records(journal) if isinstance(r, InputRecord))
-    session = Session.reopen(directory, provider, tools=tools, config=config)
-    # Inputs the Session runs again by itself after a restart count as sent.
-    return session, accepted + session.pending_inputs, state.open_turn is not None
+    begun = sum(1 for r in read_records(journal) if isinstance(r, InputRecord))
+    session = Session.reopen(directory, provider, tools=tools, config=config, state=state)
+    return _Reopened(
+        session, begun + len(state.pending), state.open_turn is not None, state.closing
+    )
 
 
 @asynccontextmanager
 async def _owned(
-    session: Session, agent: RunnerAgent | None, *, purpose: str, resumed: bool
+    session: Session,
+    agent: RunnerAgent | None,
+    *,
+    purpose: str,
+    resumed: bool,
+    reason: CloseReason = "closed",
 ) -> AsyncIterator[list[dict[str, Any]]]:
     """Run ``session``: by itself, or owned by the memory's Agent (which decides its
-    candidates). Yields the list that gets this Session's memory decisions."""
+    candidates); close it for ``reason``. Yields the list that gets this Session's memory
+    decisions."""
     decisions: list[dict[str, Any]] = []
     if agent is None:
         async with session:
             yield decisions
+            await session.close(reason)
         return
     before = len(agent.memory.ledger())
     await agent.adopt(session, purpose=purpose, resumed=resumed)
     try:
         yield decisions
     except BaseException as exc:
-        reason: CloseReason = (
+        failed: CloseReason = (
             "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
         )
         with anyio.CancelScope(shield=True):
-            await session.close(reason)
+            await session.close(failed)
         raise
-    await session.close()  # returns once the Agent has decided its candidates
+    await session.close(reason)  # returns once the Agent has decided its candidates
     decisions.extend(
         {
             "decision": d.kind,
@@ -170,10 +194,10 @@ async def _one_session(
         fsync="commit",
     )
     journal = directory / JOURNAL_FILE
-    resumed_from, interrupted = 0, False
+    resumed_from, interrupted, closing = 0, False, None
     reopened = resume and await anyio.Path(journal).exists()
     if reopened:
-        session, resumed_from, interrupted = await anyio.to_thread.run_sync(
+        session, resumed_from, interrupted, closing = await anyio.to_thread.run_sync(
             _reopen, directory, provider, tools, config
         )
     else:
@@ -194,16 +218,20 @@ async def _one_session(
             compressions.append(msgspec.to_builtins(event.event))
 
     purpose = inp.user_inputs[0]
-    async with _owned(session, agent, purpose=purpose, resumed=reopened) as decisions:
+    owned = _owned(session, agent, purpose=purpose, resumed=reopened, reason=closing or "closed")
+    to_send = list(enumerate(inp.user_inputs, start=1))[resumed_from:]
+    unsent: list[int] = []
+    async with owned as decisions:
         session.on(observe)
-        if interrupted:
-            progress("continuing the interrupted turn")
-            await session.continue_turn()
-        for number, text in enumerate(inp.user_inputs, start=1):
-            if number <= resumed_from:
-                continue
-            progress(f"turn {number}/{len(inp.user_inputs)}")
-            await session.send(text)
+        if closing is not None:  # it only finishes closing: its candidates go to the Agent
+            unsent = [number for number, _ in to_send]
+        else:
+            if interrupted:
+                progress("continuing the interrupted turn")
+                await session.continue_turn()
+            for number, text in to_send:
+                progress(f"turn {number}/{len(inp.user_inputs)}")
+                await session.send(text)
     records = await anyio.to_thread.run_sync(read_records, journal)
     turns, history = turns_of(records)
     return _SessionRun(
@@ -214,6 +242,7 @@ async def _one_session(
         usage=session.usage,
         resumed_from=resumed_from,
         memory=decisions,
+        unsent=unsent,
     )
 
 
