@@ -175,7 +175,7 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             model = await stack.enter_async_context(OpenAIProvider(config))
         scripted = None
         if answers == "scripted" or ("xai" in names and model is None):
-            from xai.eval._scripted import eval_model
+            from xai.eval import eval_model
             from xai.testing import OpenAIWireServer
 
             server = await stack.enter_async_context(OpenAIWireServer())
