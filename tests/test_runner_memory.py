@@ -14,11 +14,13 @@ import anyio
 import pytest
 
 import xai.runner
+from xai.agent import Agent
+from xai.cli import main as cli_main
 from xai.cli._scripted import scripted_model
 from xai.memory import OpenAIEmbedder
 from xai.memory._ledger import Ledger
 from xai.runner import RunReport, run_batch, run_input, validate_input
-from xai.testing import OpenAIWireServer
+from xai.testing import OpenAIWireServer, ScriptedProvider
 
 RUNNER = Path(xai.runner.__file__).parent
 
@@ -146,3 +148,35 @@ def test_the_runner_never_writes_memory_itself() -> None:
         attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert "LongTermMemory" not in names, path
         assert "adjudicate" not in attributes, path
+
+
+def test_a_memory_whose_agent_runs_elsewhere_is_refused_clearly(
+    server: OpenAIWireServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One owner per Agent directory: while another Agent holds the global memory, a run
+    that saves to it stops with a one-line error naming the directory (exit code 1)."""
+    path = tmp_path / "input.json"
+    path.write_text(
+        json.dumps(
+            {
+                "conversation_id": "c1",
+                "user_input": "Hi, I'm Ada!",
+                "toolset": "none",
+                "save_memory": "global",
+            }
+        )
+    )
+
+    async def main() -> int:
+        async with Agent(tmp_path / "runner", ScriptedProvider([])):
+            return await anyio.to_thread.run_sync(
+                cli_main, ["run", str(path), "--outdir", str(tmp_path / "out")]
+            )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XAI_HOME", str(tmp_path))
+        patch.setenv("LLM_BASE_URL", server.base_url)
+        patch.setenv("LLM_MODEL", "scripted")
+        assert anyio.run(main) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "in use by" in line and str(tmp_path / "runner") in line

@@ -32,6 +32,7 @@ __all__ = [
     "default_home",
     "main",
     "session_ended",
+    "single_error",
     "turn_done",
 ]
 
@@ -55,9 +56,8 @@ class _Stderr(io.TextIOBase):
         return sys.stderr.isatty()
 
 
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one error a (nested) exception group holds, else the group itself."""
-    error: BaseException = group
+def single_error(error: BaseException) -> BaseException:
+    """The one error a (nested) exception group holds; else ``error`` itself."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
     return error
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xai: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BaseExceptionGroup as group:  # from a task group: the error that caused it
-        cause = _single(group)
+        cause = single_error(group)
         if isinstance(cause, KeyboardInterrupt):
             return EXIT_INTERRUPTED
         if not isinstance(cause, UsageError):

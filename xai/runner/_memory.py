@@ -88,14 +88,16 @@ class RunnerMemory:
         self._group = await self._stack.enter_async_context(anyio.create_task_group())
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
+    async def __aexit__(self, *exc_info: Any) -> None:
         assert self._stack is not None
         stack, self._stack = self._stack, None
         with anyio.CancelScope(shield=True):
             agents, self._shared = list(self._shared.values()), {}
             for agent in agents:
                 await agent.close()
-        return await stack.__aexit__(*exc_info)
+        # The Agents have stopped, so the task group ends at once. It is left as if nothing
+        # happened: what the block raised goes on as itself, not inside an ExceptionGroup.
+        await stack.aclose()
 
     def _require(self) -> tuple[anyio.abc.TaskGroup, anyio.Lock, AsyncExitStack]:
         if self._group is None or self._lock is None or self._stack is None:
