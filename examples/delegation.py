@@ -15,14 +15,8 @@ import anyio
 
 from xai import LLMConfig, OpenAIProvider
 from xai.agent import Agent, AgentConfig
-from xai.cli._render import Renderer
-from xai.events import AgentEvent
-from xai.session import SessionConfig, Subscription
-
-
-async def show(events: Subscription[AgentEvent], render: Renderer) -> None:
-    async for event in events:
-        render.agent_event(event)
+from xai.cli import Printer, Renderer, session_ended
+from xai.session import SessionConfig
 
 
 async def main() -> None:
@@ -39,14 +33,14 @@ async def main() -> None:
         directory = stack.enter_context(tempfile.TemporaryDirectory())
         agent_config = AgentConfig(session=SessionConfig(delegation=True))
         agent = await stack.enter_async_context(Agent(directory, provider, config=agent_config))
-        render = Renderer()
+        printer = Printer(Renderer(), agent.events())
         async with anyio.create_task_group() as group:
-            group.start_soon(show, agent.events(), render)
+            group.start_soon(printer.run)
             session = await agent.open_session("trip planning")
-            render.line("user: Please ask a helper to plan my packing for Tokyo.")
+            printer.render.line("user: Please ask a helper to plan my packing for Tokyo.")
             outcome = await session.send("Please ask a helper to plan my packing for Tokyo.")
             await session.close()
-            await anyio.sleep(0.05)
+            await printer.shown(session_ended(session.id))  # everything it said is printed
             group.cancel_scope.cancel()
         print(
             f"\nparent turn: {outcome.status.value}, {outcome.usage.requests} requests "

@@ -8,16 +8,21 @@ real HTTP. Online: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 import anyio
 
 from xai import (
     LLMConfig,
+    MessageCommitted,
     OpenAIProvider,
     Query,
     QueryConfig,
+    QueryDone,
     QueryEvent,
     SystemMessage,
     TextDelta,
+    ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     tool,
@@ -52,6 +57,10 @@ def show(event: QueryEvent) -> None:
         print(f"\n[calling {event.call.name}({event.call.arguments})]")
     elif isinstance(event, ToolCallFinished):
         print(f"[{event.result.tool_name} -> {event.result.content}]")
+    elif isinstance(event, (ThinkingDelta, MessageCommitted, QueryDone)):
+        pass  # not shown here
+    else:
+        assert_never(event)  # a new kind of event is a type error here, not silence
 
 
 async def main() -> None:

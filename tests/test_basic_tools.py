@@ -121,3 +121,95 @@ async def test_the_run_agent_builtins_are_included(workdir: Path) -> None:
         workdir, "convert", source_format="csv", target_format="markdown", path="data/qc.csv"
     )
     assert converted.result["content"].startswith("| line | inspected | defects |")
+
+
+@pytest.fixture
+def looped(workdir: Path) -> Path:
+    """A working folder with symlink loops in it: one to itself, one pair, one to a parent."""
+    os.symlink("self", workdir / "self")
+    os.symlink("ping", workdir / "pong")
+    os.symlink("pong", workdir / "ping")
+    os.symlink("..", workdir / "data" / "parent")
+    return workdir
+
+
+def assert_no_host_path(result: ToolResult, root: Path) -> None:
+    for place in (str(root), str(root.resolve()), str(root.parent)):
+        assert place not in result.content, result.content
+        assert place not in (result.error or ""), result.error
+
+
+async def test_symlink_loops_are_skipped_when_listing_and_searching(looped: Path) -> None:
+    listed = await call(looped, "list_files")
+    assert listed.success, listed.error
+    assert listed.result["files"] == ["data/qc.csv", "notes.md"]
+    found = await call(looped, "search_files", text="line c")
+    assert found.success and found.result["count"] == 1
+    for name in ("self", "ping"):
+        result = await call(looped, "read_file", path=name)
+        assert not result.success and "symlink loop" in (result.error or "")
+        assert_no_host_path(result, looped)
+
+
+async def test_errors_never_show_the_host_path(workdir: Path) -> None:
+    (workdir / "locked.txt").write_text("no")
+    (workdir / "locked.txt").chmod(0)
+    (workdir / "folder").mkdir()
+    unreadable: list[tuple[str, dict[str, str]]] = (
+        [] if os.geteuid() == 0 else [("read_file", {"path": "locked.txt"})]
+    )
+    try:
+        for name, arguments in [
+            *unreadable,
+            ("read_file", {"path": "folder"}),
+            ("read_file", {"path": "missing.txt"}),
+            ("summarize_csv", {"path": "../secret.txt"}),
+            ("convert", {"source_format": "json", "target_format": "csv", "path": "nope"}),
+            ("list_files", {"pattern": "a**b"}),
+        ]:
+            result = await call(workdir, name, **arguments)
+            assert not result.success, (name, arguments)
+            assert_no_host_path(result, workdir)
+    finally:
+        (workdir / "locked.txt").chmod(0o600)
+
+
+async def test_a_hard_link_to_a_file_outside_the_root_is_refused(
+    workdir: Path, tmp_path: Path
+) -> None:
+    os.link(tmp_path / "secret.txt", workdir / "innocent.txt")
+    result = await call(workdir, "read_file", path="innocent.txt")
+    assert not result.success and "hard links outside" in (result.error or "")
+    assert "top secret" not in result.content
+    found = await call(workdir, "search_files", text="secret")
+    assert found.result["hits"] == []
+    # Both links inside the root: fine.
+    os.link(workdir / "notes.md", workdir / "data" / "notes-again.md")
+    again = await call(workdir, "read_file", path="data/notes-again.md")
+    assert again.success and again.result["content"].startswith("# Notes")
+
+
+async def test_reads_are_capped(workdir: Path) -> None:
+    (workdir / "big.txt").write_bytes(b"line\n" * 3_000_000)  # 15 MB
+    read = await call(workdir, "read_file", path="big.txt", max_chars=10)
+    assert read.result == {"path": "big.txt", "content": "line\nline\n", "truncated": True}
+    searched = await call(workdir, "search_files", text="line", pattern="big.txt")
+    assert searched.result["hits"] == []  # too big to search: skipped
+    summarized = await call(workdir, "summarize_csv", path="big.txt")
+    assert not summarized.success and "larger than 8 MiB" in (summarized.error or "")
+
+
+@pytest.mark.parametrize(
+    "expression", ["1e308 * 10", "-1e308 * 10", "1e308 + 1e308", "1e999 - 1e999", "exp(1000)"]
+)
+def test_the_calculator_refuses_an_overflow(expression: str) -> None:
+    with pytest.raises(ToolError, match=r"finite|cannot compute"):
+        safe_calculate(expression)
+
+
+async def test_an_overflow_is_an_error_result_not_null(workdir: Path) -> None:
+    result = await call(workdir, "calculate", expression="1e308 * 10")
+    assert not result.success and "null" not in result.content
+    (workdir / "inf.csv").write_text("x\n1e999\n2\n")
+    summary = await call(workdir, "summarize_csv", path="inf.csv")
+    assert summary.result["summary"]["x"]["type"] == "text"  # not a sum of inf (null in JSON)

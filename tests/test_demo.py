@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from xai.cli import main
 from xai.memory._ledger import Ledger
 
@@ -31,10 +33,20 @@ def xai(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
-def test_demo_tours_a_whole_agent_and_remembers_across_runs(tmp_path: Path) -> None:
-    first = xai("demo", "--agent-dir", str(tmp_path))
-    assert first.returncode == 0, first.stderr
-    out = first.stdout
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("LLM_", "EMBEDDING_", "OPENAI_")):
+            monkeypatch.delenv(name)
+
+
+def test_demo_tours_a_whole_agent_and_remembers_across_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``xai demo`` twice, in this process (the entry point itself is run as a program by
+    ``test_chat_without_a_model_says_how_to_configure_one``)."""
+    offline(monkeypatch)
+    assert main(["demo", "--agent-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
     assert "SCRIPTED model" in out and "It remembers 0 fact(s)" in out
     assert "✓ get_weather [ok]" in out and "Tokyo: clear, 71.6 °F" in out  # a tool call streamed
     assert "[memory: add" in out  # candidates adjudicated into chromadb
@@ -42,9 +54,11 @@ def test_demo_tours_a_whole_agent_and_remembers_across_runs(tmp_path: Path) -> N
     assert "assistant: Your name is Ada." in out
     assert "[helper] assistant: (helper) Done" in out  # a delegated sub-task
     assert "[wake-up demo-morning]" in out and "[wake-up] assistant: Good morning, Ada!" in out
-    second = xai("demo", "--agent-dir", str(tmp_path))
-    assert second.returncode == 0, second.stderr
-    assert "It remembers 1 fact(s) from earlier runs" in second.stdout
+    # Each step's output is complete before the next step's heading (no sleeps, no races).
+    assert out.index("[memory: add") < out.index('remembered: "The user\'s name is Ada."')
+    assert out.index("Good morning, Ada!") < out.index("6. Done.")
+    assert main(["demo", "--agent-dir", str(tmp_path)]) == 0
+    assert "It remembers 1 fact(s) from earlier runs" in capsys.readouterr().out
     decisions = Ledger.read_path(tmp_path / "memory" / "ledger.jsonl")
     assert [d.kind for d in decisions] == ["add", "reinforce"]
     (fact,) = list(Ledger.replay(tmp_path / "memory" / "ledger.jsonl").facts.values())
@@ -59,9 +73,11 @@ def test_chat_without_a_model_says_how_to_configure_one(tmp_path: Path) -> None:
     assert "xai demo" in lines[0]
 
 
-def test_help_and_usage_errors(capsys: object) -> None:
+def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
-    done = xai("--help")
-    assert done.returncode == 0 and "demo" in done.stdout and "exit codes" in done.stdout
-    bad = xai("demo", "--log-level", "chatty")
-    assert bad.returncode == 2 and "unknown log level" in bad.stderr
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "demo" in out and "exit codes" in out
+    assert main(["demo", "--log-level", "chatty"]) == 2
+    assert "unknown log level" in capsys.readouterr().err

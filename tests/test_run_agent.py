@@ -274,7 +274,7 @@ def test_scenarios_load_from_yaml_with_errors_that_name_the_field(tmp_path: Path
         "scenario_id: qa\ntools: [calculate_rate, fly]\n": "tools[1]: unknown tool 'fly'",
         "scenario_id: qa\nmodel: {temperature: 9}\n": "model.temperature: Expected `float` <= 2",
         "name: no id\n": "Object missing required field `scenario_id`",
-        "scenario_id: [unclosed\n": "not valid yaml",
+        "scenario_id: [unclosed\n": "the scenario is not valid YAML",
     }
     for text, message in cases.items():
         bad = tmp_path / "bad.yaml"

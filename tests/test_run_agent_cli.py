@@ -1,4 +1,5 @@
-"""run_agent as a user meets it: the example script, and ``xai ingest`` / ``xai ask`` as processes."""
+"""run_agent as a user meets it: the example script (a program), and ``xai ingest`` /
+``xai ask`` (run by ``main`` in this process)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_helpers import offline, run_cli
 from xai.testing import OpenAIWireServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,24 +23,9 @@ POLICY = ROOT / "examples" / "knowledge" / "returns_policy.md"
 WARRANTY = ROOT / "examples" / "knowledge" / "warranty.md"
 
 
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """The environment without LLM_* / EMBEDDING_* (offline embeddings), with its own XAI_HOME."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))}
-    env["XAI_HOME"] = str(home)
-    env.update(extra)
-    return env
-
-
-def xai(*args: str | Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "xai", *map(str, args)],
-        cwd=ROOT,
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def cli_env(monkeypatch: pytest.MonkeyPatch, home: Path, **extra: str) -> None:
+    """No LLM_* / EMBEDDING_* (offline embeddings), its own XAI_HOME, plus ``extra``."""
+    offline(monkeypatch, XAI_HOME=str(home), **extra)
 
 
 def ticket_responder(body: Mapping[str, Any]) -> Reply:
@@ -83,22 +70,30 @@ def test_the_example_runs_offline() -> None:
     assert "warranty.md (support:warranty:0" in references
 
 
-@pytest.mark.timeout(150)
-def test_ingest_then_ask_json(openai_server: OpenAIWireServer, tmp_path: Path) -> None:
+def test_ingest_then_ask_json(
+    openai_server: OpenAIWireServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     openai_server.script.add_responder(ticket_responder)
-    env = clean_env(
-        tmp_path / "home", LLM_BASE_URL=openai_server.base_url, LLM_MODEL="cli-test-model"
+    cli_env(
+        monkeypatch,
+        tmp_path / "home",
+        LLM_BASE_URL=openai_server.base_url,
+        LLM_MODEL="cli-test-model",
     )
     knowledge = tmp_path / "knowledge"
-    ingested = xai(
-        "ingest", "--scenario", SCENARIO, "--knowledge-dir", knowledge, POLICY, WARRANTY, env=env
+    ingested = run_cli(
+        capsys, "ingest", "--scenario", SCENARIO, "--knowledge-dir", knowledge, POLICY, WARRANTY
     )
     assert ingested.returncode == 0, ingested.stderr
     assert "into scenario 'support' as document 'returns_policy'" in ingested.stdout
     assert "into scenario 'support' as document 'warranty'" in ingested.stdout
 
     question = "How long do I have to return a valve?"
-    asked = xai(
+    asked = run_cli(
+        capsys,
         "ask",
         "--scenario",
         SCENARIO,
@@ -108,7 +103,6 @@ def test_ingest_then_ask_json(openai_server: OpenAIWireServer, tmp_path: Path) -
         "returns_policy",
         "--json",
         question,
-        env=env,
     )
     assert asked.returncode == 0, asked.stderr
     result = json.loads(asked.stdout)
@@ -142,16 +136,18 @@ def test_ingest_then_ask_json(openai_server: OpenAIWireServer, tmp_path: Path) -
     assert body["messages"][-1] == {"role": "user", "content": question}
 
 
-@pytest.mark.timeout(150)
 def test_ask_finds_a_scenario_by_id_under_xai_home(
-    openai_server: OpenAIWireServer, tmp_path: Path
+    openai_server: OpenAIWireServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = tmp_path / "home"
     (home / "scenarios").mkdir(parents=True)
     shutil.copy(SCENARIO, home / "scenarios" / "support.yaml")
     openai_server.script.add_responder(ticket_responder)
-    env = clean_env(home, LLM_BASE_URL=openai_server.base_url, LLM_MODEL="cli-test-model")
-    asked = xai("ask", "--scenario", "support", "Can I return a pump?", env=env)
+    cli_env(monkeypatch, home, LLM_BASE_URL=openai_server.base_url, LLM_MODEL="cli-test-model")
+    asked = run_cli(capsys, "ask", "--scenario", "support", "Can I return a pump?")
     assert asked.returncode == 0, asked.stderr
     # Nothing was ingested under $XAI_HOME/knowledge: the answer comes without references.
     assert asked.stdout.startswith("You can return it within 30 days of delivery.")
@@ -159,9 +155,12 @@ def test_ask_finds_a_scenario_by_id_under_xai_home(
     assert "No knowledge was found for this question" in system
 
 
-def test_ask_with_an_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> None:
+def test_ask_with_an_unknown_scenario_id_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
-    asked = xai("ask", "--scenario", "nosuch", "hello?", env=clean_env(home))
+    cli_env(monkeypatch, home)
+    asked = run_cli(capsys, "ask", "--scenario", "nosuch", "hello?")
     assert asked.returncode == 2 and asked.stdout == ""
     assert asked.stderr.strip() == (
         f"xai: no scenario 'nosuch': give a scenario file, or put nosuch.yaml in "
@@ -169,28 +168,25 @@ def test_ask_with_an_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> Non
     )
 
 
-def test_ask_with_an_invalid_scenario_names_the_field(tmp_path: Path) -> None:
+def test_ask_with_an_invalid_scenario_names_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("scenario_id: support\noutput_type: poem\n", encoding="utf-8")
-    asked = xai("ask", "--scenario", bad, "hello?", env=clean_env(tmp_path / "home"))
+    cli_env(monkeypatch, tmp_path / "home")
+    asked = run_cli(capsys, "ask", "--scenario", bad, "hello?")
     assert asked.returncode == 2
     assert f"xai: {bad}: output_type: Invalid enum value 'poem'" in asked.stderr
 
 
-@pytest.mark.timeout(150)
-def test_ingesting_a_non_text_file_is_a_usage_error(tmp_path: Path) -> None:
+def test_ingesting_a_non_text_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pdf = tmp_path / "manual.pdf"
     pdf.write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
     knowledge = tmp_path / "knowledge"
-    ingested = xai(
-        "ingest",
-        "--scenario",
-        SCENARIO,
-        "--knowledge-dir",
-        knowledge,
-        pdf,
-        env=clean_env(tmp_path / "home"),
-    )
+    cli_env(monkeypatch, tmp_path / "home")
+    ingested = run_cli(capsys, "ingest", "--scenario", SCENARIO, "--knowledge-dir", knowledge, pdf)
     assert ingested.returncode == 2 and ingested.stdout == ""
     assert ingested.stderr.strip() == (
         f"xai: {pdf}: only text and markdown files can be ingested "

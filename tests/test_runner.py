@@ -1,19 +1,20 @@
-"""The file runner: validation, artifacts, fixture replay, multi-turn, prompt modes, batch, resume."""
+"""The file runner: validation, artifacts, fixture replay, multi-turn, prompt modes, batch, resume.
+
+``xai run`` / ``xai batch`` run by ``main`` in this process (the kill test runs a child).
+"""
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.test_demo import ROOT, clean_env
-from xai.cli import main
+import pytest
+
+from tests.cli_helpers import Ran, offline, run_cli
+from tests.crash_helpers import kill_when
+from tests.test_demo import ROOT
 from xai.testing import Delay, OpenAIWireServer, Reply, ScriptedCall
 
 EXAMPLES = ROOT / "examples" / "runner"
@@ -25,20 +26,24 @@ def write_input(folder: Path, **fields: Any) -> Path:
     return path
 
 
-def xai_run(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "xai", "run", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=dict(env)
-        if env
-        else clean_env(XAI_HOME=str(Path(tempfile.gettempdir()) / "xai-test-home")),
-        cwd=ROOT,
-    )
+@pytest.fixture
+def cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Callable[..., Ran]:
+    """``cli("run", ...)`` with no model configured and ``XAI_HOME`` in ``tmp_path``;
+    ``cli.model(server)`` points the runs at the wire server first."""
+    offline(monkeypatch, XAI_HOME=str(tmp_path / "home"))
+    return lambda *args: run_cli(capsys, *args)
 
 
-def test_invalid_input_reports_every_problem_and_writes_nothing(tmp_path: Path) -> None:
+def use_model(monkeypatch: pytest.MonkeyPatch, server: OpenAIWireServer) -> None:
+    monkeypatch.setenv("LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("LLM_MODEL", "scripted")
+
+
+def test_invalid_input_reports_every_problem_and_writes_nothing(
+    tmp_path: Path, cli: Callable[..., Ran]
+) -> None:
     path = write_input(
         tmp_path,
         user_input="",
@@ -49,22 +54,22 @@ def test_invalid_input_reports_every_problem_and_writes_nothing(tmp_path: Path) 
         system_prompt_path="missing.md",
     )
     out = tmp_path / "out"
-    done = xai_run(str(path), "--outdir", str(out))
+    done = cli("run", path, "--outdir", out)
     assert done.returncode == 2
     for problem in [
         "bogus: unknown field",
         "toolset: Invalid enum value 'all'",
         "max_turns: Expected `int`, got `str`",
         "user_input / user_inputs: give exactly one of them",
-        "system_prompt_path: cannot read",
+        "missing.md: cannot read the system prompt",
     ]:
         assert problem in done.stderr
     assert not out.exists()
 
 
-def test_fixture_mode_replays_without_a_model(tmp_path: Path) -> None:
+def test_fixture_mode_replays_without_a_model(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     out = tmp_path / "out"
-    done = xai_run(str(EXAMPLES / "fixture_input.json"), "--outdir", str(out))
+    done = cli("run", EXAMPLES / "fixture_input.json", "--outdir", out)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "final_answer.md",
@@ -109,15 +114,13 @@ def scripted(server: OpenAIWireServer) -> None:
     server.script.add_responder(respond)
 
 
-def test_multi_turn_integrated_run(tmp_path: Path) -> None:
+def test_multi_turn_integrated_run(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with OpenAIWireServer() as server:
         scripted(server)
-        env = clean_env(
-            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
-        )
-        done = xai_run(
-            str(EXAMPLES / "multi_turn_input.json"), "--outdir", str(tmp_path / "out"), env=env
-        )
+        use_model(monkeypatch, server)
+        done = cli("run", EXAMPLES / "multi_turn_input.json", "--outdir", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     trace = json.loads((tmp_path / "out" / "trace.json").read_text())
     assert trace["multi_turn"] == {"inputs": 2, "processed": 2}
@@ -134,16 +137,16 @@ def test_multi_turn_integrated_run(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / ".checkpoint").exists()  # a finished run leaves none
 
 
-def test_compare_mode_runs_each_template(tmp_path: Path) -> None:
+def test_compare_mode_runs_each_template(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(
             lambda body: Reply(text="template said: " + body["messages"][0]["content"][:20])
         )
         path = write_input(tmp_path, user_input="hello", prompt_mode="compare", toolset="none")
-        env = clean_env(
-            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
-        )
-        done = xai_run(str(path), "--outdir", str(tmp_path / "out"), env=env)
+        use_model(monkeypatch, server)
+        done = cli("run", path, "--outdir", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     trace = json.loads((tmp_path / "out" / "trace.json").read_text())
     assert set(trace["compare"]) == {
@@ -156,7 +159,9 @@ def test_compare_mode_runs_each_template(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "final_answer.md").read_text().count("## ") == 4
 
 
-def test_batch_runs_every_task_and_one_failure_stops_none(tmp_path: Path) -> None:
+def test_batch_runs_every_task_and_one_failure_stops_none(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(
             lambda body: (
@@ -180,27 +185,8 @@ def test_batch_runs_every_task_and_one_failure_stops_none(tmp_path: Path) -> Non
                 }
             )
         )
-        env = clean_env(
-            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
-        )
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "xai",
-                "batch",
-                str(batch),
-                "--outdir",
-                str(tmp_path / "out"),
-                "--concurrency",
-                "3",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            env=env,
-            cwd=ROOT,
-        )
+        use_model(monkeypatch, server)
+        done = cli("batch", batch, "--outdir", tmp_path / "out", "--concurrency", "3")
     assert done.returncode == 0, done.stderr
     assert "5/5" in done.stderr  # the progress bar reached the end
     summary = json.loads((tmp_path / "out" / "batch_summary.json").read_text())
@@ -210,7 +196,9 @@ def test_batch_runs_every_task_and_one_failure_stops_none(tmp_path: Path) -> Non
     assert "| t2 | failed |" in (tmp_path / "out" / "batch_report.md").read_text()
 
 
-def test_resume_after_sigkill_does_not_repeat_finished_calls(tmp_path: Path) -> None:
+def test_resume_after_sigkill_does_not_repeat_finished_calls(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "job"
     (folder / "data").mkdir(parents=True)
     (folder / "data" / "qc.csv").write_text("line,inspected,defects\nA,1200,18\nB,950,31\n")
@@ -235,40 +223,17 @@ def test_resume_after_sigkill_does_not_repeat_finished_calls(tmp_path: Path) -> 
             ),
             Reply(fault=Delay(seconds=60)),  # the process is killed while this request waits
         )
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.runner_crash_child",
-                str(path),
-                str(out),
-                server.base_url,
-            ],
-            cwd=ROOT,
-            env=clean_env(XAI_HOME=str(tmp_path / "home")),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        kill_when(
+            "runner_crash_child",
+            [str(path), str(out), server.base_url],
+            lambda: len(server.chat_requests()) >= 4,
+            timeout=50,
         )
-        try:
-            deadline = time.monotonic() + 60
-            while len(server.chat_requests()) < 4:
-                assert child.poll() is None and time.monotonic() < deadline, (
-                    "the run never reached the kill point"
-                )
-                time.sleep(0.02)
-            child.send_signal(signal.SIGKILL)
-            child.wait(timeout=10)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
         assert (out / ".checkpoint").exists() and not (out / "trace.json").exists()
         before = len(server.chat_requests())
         server.push(Reply(text="Line B: 3.26%."))
-        env = clean_env(
-            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
-        )
-        done = xai_run(str(path), "--outdir", str(out), "--resume", env=env)
+        use_model(monkeypatch, server)
+        done = cli("run", path, "--outdir", out, "--resume")
         after = server.chat_requests()[before:]
     assert done.returncode == 0, done.stderr
     assert len(after) == 1  # only the request that was interrupted; nothing finished was repeated
@@ -283,12 +248,17 @@ def test_resume_after_sigkill_does_not_repeat_finished_calls(tmp_path: Path) -> 
     assert not (out / ".checkpoint").exists()
 
 
-def test_cli_exit_code_for_a_missing_model(tmp_path: Path) -> None:
+def test_cli_exit_code_for_a_missing_model(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     path = write_input(tmp_path, user_input="hello", toolset="none")
-    assert main(["run", str(path), "--outdir", str(tmp_path / "out")]) == 1
+    done = cli("run", path, "--outdir", tmp_path / "out")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()  # the error itself, not an ExceptionGroup
+    assert line.startswith("xai: no model configured: set LLM_MODEL"), line
 
 
-def test_compaction_keeps_the_full_record(tmp_path: Path) -> None:
+def test_compaction_keeps_the_full_record(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def respond(body: Mapping[str, Any]) -> Reply:
         last = str(body["messages"][-1].get("content"))
         if last.startswith("[xai:compaction]"):
@@ -303,10 +273,8 @@ def test_compaction_keeps_the_full_record(tmp_path: Path) -> None:
             toolset="none",
             max_context_tokens=1000,
         )
-        env = clean_env(
-            LLM_BASE_URL=server.base_url, LLM_MODEL="scripted", XAI_HOME=str(tmp_path / "home")
-        )
-        done = xai_run(str(path), "--outdir", str(tmp_path / "out"), env=env)
+        use_model(monkeypatch, server)
+        done = cli("run", path, "--outdir", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     trace = json.loads((tmp_path / "out" / "trace.json").read_text())
     assert trace["compression_events"], "the history should have been compacted"
@@ -319,25 +287,13 @@ def test_compaction_keeps_the_full_record(tmp_path: Path) -> None:
     ]
 
 
-def test_fixture_flag_switches_to_fixture_mode(tmp_path: Path) -> None:
+def test_fixture_flag_switches_to_fixture_mode(
+    tmp_path: Path, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write_input(tmp_path, user_input="What is the defect rate of line B?")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xai",
-            "run",
-            str(path),
-            "--outdir",
-            str(tmp_path / "out"),
-            "--fixture",
-            "examples/runner/fixtures/basic",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=clean_env(XAI_HOME=str(tmp_path / "home")),
-        cwd=ROOT,
+    monkeypatch.chdir(ROOT)  # a relative --fixture resolves from where the command runs
+    done = cli(
+        "run", path, "--outdir", tmp_path / "out", "--fixture", "examples/runner/fixtures/basic"
     )
     assert done.returncode == 0, done.stderr
     assert "3.26%" in (tmp_path / "out" / "final_answer.md").read_text()

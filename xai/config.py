@@ -1,15 +1,20 @@
-"""Where the model lives: ``LLMConfig`` and ``EmbeddingConfig``, from code or the environment.
+"""Where the model lives: ``LLMConfig`` and ``EmbeddingConfig``, from code or the environment;
+and where xai keeps its data on disk (``default_home``).
 
 Environment variables: ``LLM_API_KEY``, ``LLM_BASE_URL``, ``LLM_MODEL`` and
 ``EMBEDDING_API_KEY``, ``EMBEDDING_BASE_URL``, ``EMBEDDING_MODEL``; each empty
 embedding value falls back to its LLM twin. Keys are registered with the
 redaction net the moment a config holds them, and never appear in ``repr``.
+``XAI_HOME`` (else ``XDG_DATA_HOME``) says where Agents, knowledge and the runner's
+memory live.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,9 +23,29 @@ import msgspec
 from xai._redact import register_secret
 from xai.exceptions import ConfigurationError
 
-__all__ = ["EmbeddingConfig", "LLMConfig"]
+__all__ = ["EmbeddingConfig", "LLMConfig", "default_home", "is_plain_name"]
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where xai keeps its data: ``$XAI_HOME``, else ``$XDG_DATA_HOME/xai``, else
+    ``~/.local/share/xai``."""
+    env = os.environ if env is None else env
+    if env.get("XAI_HOME"):
+        return Path(env["XAI_HOME"]).expanduser()
+    data = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data).expanduser() / "xai"
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def is_plain_name(value: str) -> bool:
+    """True for a name that is safe as one folder name under a parent: 1-64 letters, digits,
+    ``_``, ``.`` or ``-``, and neither ``.`` nor ``..`` (so no separator, no way up).
+    Agent names and the runner's conversation ids follow this rule."""
+    return _NAME.fullmatch(value) is not None and value not in (".", "..")
 
 
 def _is_local(base_url: str | None) -> bool:

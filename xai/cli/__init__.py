@@ -8,18 +8,33 @@ Exit codes: 0 success; 1 the run failed (a provider error, a failed turn);
 from __future__ import annotations
 
 import argparse
+import io
 import os
-import re
 import sys
 from pathlib import Path
+from typing import TextIO, cast
 
 import anyio
 
 from xai import __version__
+from xai.cli._render import Printer, Renderer, session_ended, turn_done
+from xai.config import default_home, is_plain_name
 from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import configure_logging
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "default_home", "main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Printer",
+    "Renderer",
+    "default_home",
+    "main",
+    "session_ended",
+    "single_error",
+    "turn_done",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -27,12 +42,25 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def default_home() -> Path:
-    """Where xai keeps Agents: ``$XAI_HOME``, else ``$XDG_DATA_HOME/xai``, else ``~/.local/share/xai``."""
-    if os.environ.get("XAI_HOME"):
-        return Path(os.environ["XAI_HOME"]).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data).expanduser() / "xai"
+class _Stderr(io.TextIOBase):
+    """``sys.stderr`` as it is when a line is written: ``main`` may run inside a program that
+    swaps it (a test capturing output), and log lines must not go to a stream it closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+def single_error(error: BaseException) -> BaseException:
+    """The one error a (nested) exception group holds; else ``error`` itself."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -132,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        configure_logging(args.log_format, level=args.log_level)
+        stream = cast(TextIO, _Stderr())  # the TextIO a logger needs: write, flush, isatty
+        configure_logging(args.log_format, level=args.log_level, stream=stream)
     except ConfigurationError as exc:
         print(f"xai: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -161,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "chat":
             from xai.cli._repl import run_chat
 
-            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.agent) or args.agent in (".", ".."):
+            if not is_plain_name(args.agent):
                 raise ConfigurationError(
                     f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
                 )
@@ -171,5 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except UsageError as exc:
         print(f"xai: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BaseExceptionGroup as group:  # from a task group: the error that caused it
+        cause = single_error(group)
+        if isinstance(cause, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        if not isinstance(cause, UsageError):
+            raise
+        print(f"xai: {cause}", file=sys.stderr)
         return EXIT_USAGE
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover

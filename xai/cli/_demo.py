@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-import anyio.lowlevel
 
 from xai.agent import Agent, AgentConfig, At, Persona, Wakeup
-from xai.cli._render import Renderer
+from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
-from xai.events import AgentEvent, SessionEnded, WakeupFired
+from xai.events import WakeupFired
 from xai.providers import OpenAIProvider
-from xai.session import Session, SessionConfig, Subscription
+from xai.session import Session, SessionConfig
 from xai.tools import tool
 
 __all__ = ["get_weather", "run_demo"]
@@ -48,16 +47,11 @@ def get_weather(city: str) -> dict[str, Any]:
     return {**found, "fahrenheit": round(found["celsius"] * 9 / 5 + 32, 1)}
 
 
-async def _turn(session: Session, text: str, out: Renderer) -> bool:
-    out.line(f"\nuser: {text}")
+async def _turn(session: Session, text: str, printer: Printer) -> bool:
+    printer.render.line(f"\nuser: {text}")
     outcome = await session.send(text)
-    await anyio.lowlevel.checkpoint()  # let the event printer catch up
+    await printer.shown(turn_done(session.id, outcome.turn))  # its output is all on screen
     return outcome.error is None
-
-
-async def _pump(events: Subscription[AgentEvent], out: Renderer) -> None:
-    async for event in events:
-        out.agent_event(event)
 
 
 async def run_demo(
@@ -95,19 +89,19 @@ async def run_demo(
             f"\n1. An Agent lives in {agent_dir}: persona.md, memory/ (chromadb + ledger), "
             f"sessions/ (journals). It remembers {known_before} fact(s) from earlier runs."
         )
-        events = agent.events(buffer=10_000)
+        printer = Printer(render, agent.events(buffer=10_000))
         ok = True
-        async with anyio.create_task_group() as printer:
-            printer.start_soon(_pump, events, render)
+        async with anyio.create_task_group() as group:
+            group.start_soon(printer.run)
 
             render.line("\n2. A Session: a tool call streamed, then the Session closes and its")
             render.line("   memory candidates are adjudicated into long-term memory.")
             first = await agent.open_session("weather and introductions")
             ok &= await _turn(
-                first, "Hi, I'm Ada! What's the weather in Paris and Tokyo, in Fahrenheit?", render
+                first, "Hi, I'm Ada! What's the weather in Paris and Tokyo, in Fahrenheit?", printer
             )
             await first.close()
-            await anyio.sleep(0.05)
+            await printer.shown(session_ended(first.id))  # its memory decisions came before
             for fact in agent.memory.facts():
                 render.line(f"   remembered: {fact.text!r} (tier {fact.tier}, seen {fact.count}x)")
 
@@ -117,19 +111,18 @@ async def run_demo(
             second = await agent.open_session("greet the user by name")
             prefix = second.system.memory_prefix or "(nothing yet)"
             render.line("   " + prefix.replace("\n", "\n   "))
-            ok &= await _turn(second, "Do you remember my name?", render)
+            ok &= await _turn(second, "Do you remember my name?", printer)
 
             render.line(
                 "\n4. Delegation: the model hands a sub-task to a child Session the Agent owns."
             )
-            ok &= await _turn(second, "Please ask a helper to plan my packing for Tokyo.", render)
+            ok &= await _turn(second, "Please ask a helper to plan my packing for Tokyo.", printer)
             await second.close()
+            await printer.shown(session_ended(second.id))
 
             render.line(
                 "\n5. A proactive wake-up: the Agent opens a Session by itself (origin agent)."
             )
-            fired = anyio.Event()
-            wake_events = agent.events()
             agent.scheduler.add(
                 Wakeup(
                     id="demo-morning",
@@ -138,14 +131,15 @@ async def run_demo(
                 )
             )
             with anyio.fail_after(30):
-                async for event in wake_events:
-                    if isinstance(event.event, WakeupFired):
-                        fired.set()
-                    if fired.is_set() and isinstance(event.event, SessionEnded):
-                        break
+                fired = await printer.shown(
+                    lambda e: (
+                        isinstance(e.event, WakeupFired) and e.event.wakeup_id == "demo-morning"
+                    )
+                )
+                if fired is not None and fired.session_id is not None:
+                    await printer.shown(session_ended(fired.session_id))
             agent.scheduler.remove("demo-morning")
-            await anyio.sleep(0.05)
-            printer.cancel_scope.cancel()
+            group.cancel_scope.cancel()
         facts = agent.memory.facts()
         render.line(
             f"\n6. Done. {len(facts)} fact(s) in memory, {len(agent.memory.ledger())} decisions in "

@@ -175,13 +175,16 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             model = await stack.enter_async_context(OpenAIProvider(config))
         scripted = None
         if answers == "scripted" or ("xai" in names and model is None):
-            from xai.eval._scripted import eval_model
+            from xai.eval import eval_model
             from xai.testing import OpenAIWireServer
 
             server = await stack.enter_async_context(OpenAIWireServer())
             server.script.add_responder(eval_model)
             scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))
         embedder = default_embedder()
+        aclose = getattr(embedder, "aclose", None)
+        if aclose is not None:  # an embeddings endpoint client: ours to close
+            stack.push_async_callback(aclose)
         depth = max(*ks, args.context_k)  # the context is drawn from the ranking too
         backends: list[MemoryBackend] = []
         for name in names:

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from xai.config import default_home
 from xai.core import KnowledgeBase, ScenarioConfig, ScenarioError, arun_agent, load_scenario
 
 __all__ = ["ask_command", "ingest_command", "resolve_scenario", "run_ask", "run_ingest"]
@@ -16,8 +17,6 @@ __all__ = ["ask_command", "ingest_command", "resolve_scenario", "run_ask", "run_
 
 def resolve_scenario(value: str) -> ScenarioConfig:
     """A scenario file path, or an id found under ``$XAI_HOME/scenarios``."""
-    from xai.cli import default_home
-
     path = Path(value).expanduser()
     if path.is_file():
         return load_scenario(path)
@@ -32,8 +31,6 @@ def resolve_scenario(value: str) -> ScenarioConfig:
 
 
 def _knowledge_dir(args: argparse.Namespace) -> Path:
-    from xai.cli import default_home
-
     return (args.knowledge_dir or default_home() / "knowledge").expanduser()
 
 

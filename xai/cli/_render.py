@@ -1,30 +1,44 @@
-"""Printing events for people: streamed text, dimmed thinking, tool calls as they run."""
+"""Printing events for people: streamed text, dimmed thinking, tool calls as they run; and a
+printer task the REPL and the demo wait on (never a sleep)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from collections import deque
+from collections.abc import Callable
+from typing import TextIO, TypeAlias, assert_never
+
+import anyio
 
 from xai.events import (
     AgentEvent,
+    AgentEventBody,
     CandidatesProposed,
     Compacted,
+    EventsDropped,
+    JournalQuarantined,
     MemoryDecided,
     MessageCommitted,
     QueryDone,
+    SessionClosed,
     SessionEnded,
+    SessionEventBody,
+    SessionFailed,
+    SessionFinalizing,
     SessionOpened,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnDone,
+    TurnStarted,
     WakeupFired,
     WakeupSkipped,
 )
-from xai.messages import AssistantMessage
+from xai.messages import AssistantMessage, TurnStatus
+from xai.session import Subscription
 
-__all__ = ["Renderer"]
+__all__ = ["Printer", "Renderer", "session_ended", "turn_done"]
 
 
 class Renderer:
@@ -56,7 +70,7 @@ class Renderer:
         self._end_line()
         self._write(text + "\n")
 
-    def event(self, body: Any, session_id: str | None = None) -> None:
+    def event(self, body: SessionEventBody | AgentEventBody, session_id: str | None = None) -> None:
         label = self.labels.get(session_id or "", "")
         tag = f"{self.dim}[{label}]{self.reset} " if label else ""
         if isinstance(body, ThinkingDelta):
@@ -86,7 +100,7 @@ class Renderer:
             self.line(f"{tag}{self.dim}✓ {r.tool_name} [{status}] {content}{self.reset}")
         elif isinstance(body, TurnDone):
             o = body.outcome
-            if o.status.value != "completed":
+            if o.status is not TurnStatus.COMPLETED:
                 detail = f": {o.error.message}" if o.error else ""
                 self.line(f"{tag}{self.dim}[turn {o.status.value}{detail}]{self.reset}")
         elif isinstance(body, CandidatesProposed):
@@ -104,8 +118,23 @@ class Renderer:
             self.line(f"{self.bold}[wake-up {body.wakeup_id}]{self.reset} {body.input}")
         elif isinstance(body, WakeupSkipped):
             self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
-        elif isinstance(body, (QueryDone, SessionEnded)):
+        elif isinstance(body, SessionFailed):
+            self.line(f"{tag}{self.dim}[{body.stage} failed: {body.error.message}]{self.reset}")
+        elif isinstance(body, JournalQuarantined):
+            self.line(
+                f"{self.bold}[a conversation's journal could not be read ({body.error}): "
+                f"kept as {body.moved_to}]{self.reset}"
+            )
+        elif isinstance(body, EventsDropped):
+            self.line(
+                f"{self.dim}[{body.count} event(s) not shown: output fell behind]{self.reset}"
+            )
+        elif isinstance(body, (QueryDone, SessionEnded, SessionClosed)):
             self._end_line()
+        elif isinstance(body, (TurnStarted, SessionFinalizing, SessionOpened)):
+            pass  # nothing to show: what follows says it
+        else:
+            assert_never(body)
 
     def agent_event(self, event: AgentEvent) -> None:
         body = event.event
@@ -115,3 +144,94 @@ class Renderer:
             elif body.origin == "agent":
                 self.labels[event.session_id] = "wake-up"
         self.event(body, event.session_id)
+
+
+Wanted: TypeAlias = Callable[[AgentEvent], bool]
+
+
+class Printer:
+    """Prints an Agent's events from a task of its own (``run``); the code driving the Agent
+    waits with ``shown(...)`` until the printer has put a given event on screen, so its own
+    lines come after (instead of sleeping and hoping the printer caught up).
+
+    Events other than streamed text are remembered (the last ``HISTORY``), so waiting for
+    one that was printed just before the wait began returns at once. A gap in the events
+    (``EventsDropped``) or their end releases every waiter: what it waits for may be lost.
+    """
+
+    HISTORY = 10_000
+
+    def __init__(self, render: Renderer, events: Subscription[AgentEvent]) -> None:
+        self.render = render
+        self._events = events
+        self._recent: deque[AgentEvent] = deque(maxlen=self.HISTORY)
+        self._waiters: list[_Waiter] = []
+        self._ended = False
+
+    async def run(self) -> None:
+        try:
+            async for event in self._events:
+                self.render.agent_event(event)
+                self._printed(event)
+        finally:
+            self._ended = True
+            self._release(lambda _: True)
+
+    def _printed(self, event: AgentEvent) -> None:
+        body = event.event
+        if isinstance(body, (TextDelta, ThinkingDelta)):
+            return  # many and never waited for
+        self._recent.append(event)
+        if isinstance(body, EventsDropped):
+            self._release(lambda _: True)
+        else:
+            self._release(lambda wanted: wanted(event), event)
+
+    def _release(self, matches: Callable[[Wanted], bool], event: AgentEvent | None = None) -> None:
+        waiting = []
+        for waiter in self._waiters:
+            if matches(waiter.wanted):
+                waiter.found = event
+                waiter.done.set()
+            else:
+                waiting.append(waiter)
+        self._waiters = waiting
+
+    async def shown(self, wanted: Wanted) -> AgentEvent | None:
+        """Return the first event ``wanted`` accepts once it has been printed (``None`` if the
+        events ended or had a gap first)."""
+        for event in self._recent:
+            if wanted(event):
+                return event
+        if self._ended:
+            return None
+        waiter = _Waiter(wanted)
+        self._waiters.append(waiter)
+        await waiter.done.wait()
+        return waiter.found
+
+
+class _Waiter:
+    __slots__ = ("done", "found", "wanted")
+
+    def __init__(self, wanted: Wanted) -> None:
+        self.wanted = wanted
+        self.done = anyio.Event()
+        self.found: AgentEvent | None = None
+
+
+def turn_done(session_id: str, turn: int) -> Wanted:
+    """Wants the end of ``turn`` of a Session (or the Session's end, which ends it too)."""
+
+    def wanted(event: AgentEvent) -> bool:
+        body = event.event
+        return event.session_id == session_id and (
+            (isinstance(body, TurnDone) and body.outcome.turn == turn)
+            or isinstance(body, SessionEnded)
+        )
+
+    return wanted
+
+
+def session_ended(session_id: str) -> Wanted:
+    return lambda event: event.session_id == session_id and isinstance(event.event, SessionEnded)

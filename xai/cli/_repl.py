@@ -19,12 +19,11 @@ from pathlib import Path
 import anyio
 
 from xai.agent import Agent, At, Cron, Every, Wakeup
-from xai.cli._render import Renderer
+from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
-from xai.events import AgentEvent
 from xai.exceptions import ConfigurationError
 from xai.providers import OpenAIProvider
-from xai.session import Session, Subscription
+from xai.session import Session
 
 __all__ = ["HELP", "run_chat"]
 
@@ -48,24 +47,22 @@ HELP = """commands:
 
 
 class Repl:
-    def __init__(self, agent: Agent, render: Renderer) -> None:
+    def __init__(self, agent: Agent, printer: Printer) -> None:
         self.agent = agent
-        self.render = render
+        self.printer = printer
+        self.render = printer.render
         self.session: Session | None = None
 
     async def start(self) -> None:
         self.session = await self.agent.open_session("a conversation with the user")
 
-    async def printer(self, events: Subscription[AgentEvent]) -> None:
-        async for event in events:
-            self.render.agent_event(event)
-
     async def ask(self, text: str) -> None:
         assert self.session is not None
-        handle = self.session.send(text)
-        with _cancel_on_sigint(self.session):
-            await handle.result()  # a cancelled turn is reported by the printer
-        await anyio.sleep(0.01)  # let the printer finish the line
+        session = self.session
+        handle = session.send(text)
+        with _cancel_on_sigint(session):
+            outcome = await handle.result()  # a cancelled turn is reported by the printer
+        await self.printer.shown(turn_done(session.id, outcome.turn))  # the answer is on screen
 
     async def command(self, line: str) -> bool:
         """Run a /command; False means quit."""
@@ -169,6 +166,7 @@ class Repl:
             return
         session, self.session = self.session, None
         await session.close()  # waits until its candidates are decided
+        await self.printer.shown(session_ended(session.id))
         decided = [
             d
             for d in self.agent.memory.ledger()
@@ -210,11 +208,12 @@ async def run_chat(agent_dir: Path) -> int:
         prompt: PromptSession[str] = PromptSession(history=FileHistory(str(agent_dir / "history")))
         with patch_stdout(raw=True):
             render = Renderer(sys.stdout, color=sys.stdout.isatty())
-            repl = Repl(agent, render)
+            printer = Printer(render, agent.events(buffer=10_000))
+            repl = Repl(agent, printer)
             await repl.start()
             render.line(f"xai chat — {agent.persona.name} ({config.model}). /help for commands.")
             async with anyio.create_task_group() as group:
-                group.start_soon(repl.printer, agent.events(buffer=10_000))
+                group.start_soon(printer.run)
                 while True:
                     try:
                         line = await prompt.prompt_async("you> ")

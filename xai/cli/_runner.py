@@ -14,7 +14,8 @@ __all__ = ["run_command"]
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, default_home
+    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, single_error
+    from xai.config import default_home
     from xai.runner import InputError, is_batch, load_batch, load_input, run_batch, run_input
 
     home = default_home()
@@ -47,11 +48,12 @@ def run_command(args: argparse.Namespace) -> int:
                 progress=lambda text: print(f"  {text}", file=sys.stderr),
             )
         )
-    except UsageError as exc:
-        print(f"xai: {exc}", file=sys.stderr)
-        return EXIT_FAILED
     except Exception as exc:
-        print(f"xai: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        cause = single_error(exc)  # from a task group: the one error inside it
+        if isinstance(cause, UsageError):  # e.g. no model, a memory another process holds
+            print(f"xai: {cause}", file=sys.stderr)
+        else:
+            print(f"xai: the run failed: {type(cause).__name__}: {cause}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{report.status}: {report.answer[:200]}")
     print(f"artifacts in {outdir} (messages.json, trace.json, final_answer.md, runtime_log.jsonl)")

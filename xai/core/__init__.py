@@ -1,7 +1,7 @@
 """The one-shot facade: ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
 structured output, built on the Session/Query core."""
 
-from xai.core._knowledge import KnowledgeBase, Reference, chunk_text
+from xai.core._knowledge import MAX_DOCUMENT_BYTES, KnowledgeBase, Reference, chunk_text
 from xai.core._outputs import (
     OUTPUT_TYPES,
     DocumentReviewReport,
@@ -20,6 +20,7 @@ from xai.core._run import (
     run_agent,
 )
 from xai.core._scenario import (
+    MAX_SCENARIO_BYTES,
     ModelOverrides,
     RagSettings,
     ScenarioConfig,
@@ -30,6 +31,8 @@ from xai.core._tools import BUILTIN_TOOLS, demo_records
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_SCENARIO_BYTES",
     "OUTPUT_TYPES",
     "AgentResult",
     "DocumentReviewReport",

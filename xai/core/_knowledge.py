@@ -19,10 +19,14 @@ from typing import Any
 import anyio
 import msgspec
 
+from xai._reading import MiB, read_text_capped
 from xai.exceptions import ConfigurationError
 from xai.memory import Embedder, default_embedder, token_counter
 
-__all__ = ["KnowledgeBase", "Reference", "chunk_text"]
+__all__ = ["MAX_DOCUMENT_BYTES", "KnowledgeBase", "Reference", "chunk_text"]
+
+MAX_DOCUMENT_BYTES = 32 * MiB
+"""The largest file ``KnowledgeBase.ingest_file`` reads."""
 
 COLLECTION = "knowledge"
 _TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".text"}
@@ -163,10 +167,9 @@ class KnowledgeBase:
             raise ConfigurationError(
                 f"{path}: only text and markdown files can be ingested ({', '.join(sorted(_TEXT_SUFFIXES))})"
             )
-        try:
-            text = await anyio.Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigurationError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
+        text = await anyio.to_thread.run_sync(
+            lambda: read_text_capped(path, MAX_DOCUMENT_BYTES, what="the document")
+        )
         return await self.ingest(scenario_id, document_id or path.stem, text, source_file=path.name)
 
     async def retrieve(

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import anyio
 import msgspec
 
-from xai.config import LLMConfig
+from xai.config import LLMConfig, default_home
 from xai.core._knowledge import KnowledgeBase, Reference
 from xai.core._outputs import OUTPUT_TYPES, answer_text
 from xai.core._scenario import ScenarioConfig, load_scenario
@@ -202,12 +202,6 @@ class LightweightOrchestrator:
         return outcome.text, outcome.status, error
 
 
-def _home() -> Path:
-    from xai.cli import default_home
-
-    return default_home()
-
-
 async def arun_agent(
     scenario_config: ScenarioConfig | Mapping[str, Any] | str | Path,
     user_input: str,
@@ -242,7 +236,9 @@ async def arun_agent(
     owned_knowledge: KnowledgeBase | None = None
     try:
         if knowledge is None and scenario.rag.enabled:
-            directory = Path(opts.knowledge_dir) if opts.knowledge_dir else _home() / "knowledge"
+            directory = (
+                Path(opts.knowledge_dir) if opts.knowledge_dir else default_home() / "knowledge"
+            )
             knowledge = owned_knowledge = await anyio.to_thread.run_sync(KnowledgeBase, directory)
         return await LightweightOrchestrator(provider, knowledge).run(scenario, user_input, opts)
     finally:

@@ -8,10 +8,21 @@ from typing import Annotated, Any
 
 import msgspec
 
+from xai._reading import MiB, decode_json, decode_yaml, read_capped
 from xai.core._outputs import OutputType
 from xai.exceptions import ConfigurationError
 
-__all__ = ["ModelOverrides", "RagSettings", "ScenarioConfig", "ScenarioError", "load_scenario"]
+__all__ = [
+    "MAX_SCENARIO_BYTES",
+    "ModelOverrides",
+    "RagSettings",
+    "ScenarioConfig",
+    "ScenarioError",
+    "load_scenario",
+]
+
+MAX_SCENARIO_BYTES = 1 * MiB
+"""The largest scenario file ``load_scenario`` reads."""
 
 
 class ScenarioError(ConfigurationError):
@@ -61,20 +72,13 @@ def load_scenario(source: ScenarioConfig | Mapping[str, Any] | str | Path) -> Sc
         path = Path(source)
         origin = str(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(f"{origin}: cannot read the scenario ({exc.strerror})") from None
-        try:
+            raw = read_capped(path, MAX_SCENARIO_BYTES, what="the scenario")
             if path.suffix.lower() in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text)
+                data = decode_yaml(raw, path, what="the scenario")
             else:
-                data = msgspec.json.decode(text)
-        except Exception as exc:
-            raise ScenarioError(
-                f"{origin}: not valid {path.suffix.lstrip('.') or 'JSON'} ({exc})"
-            ) from None
+                data = decode_json(raw, path, what="the scenario")
+        except ConfigurationError as exc:
+            raise ScenarioError(str(exc)) from None
     else:
         data = dict(source)
     if not isinstance(data, dict):

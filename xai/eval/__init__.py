@@ -42,6 +42,7 @@ from xai.eval._scoring import (
     score_answer,
     token_f1,
 )
+from xai.eval._scripted import eval_model
 from xai.eval._summary import BackendSummary, Figures, Summary, summarise
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "TurnVectorRAG",
     "XaiAgentMemory",
     "build_messages",
+    "eval_model",
     "exact_match",
     "judge_answer",
     "load_locomo",

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from xai._reading import MiB, decode_json, read_capped
 from xai.exceptions import ConfigurationError
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "load_longmemeval",
     "normalise_evidence",
 ]
+
+MAX_DATASET_BYTES = 8 * 1024 * MiB
+"""The largest dataset file read (LongMemEval's biggest split is a few GB)."""
 
 
 class EvalMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,10 +91,8 @@ def _load(
     path: str | Path, dataset: str, parse: Callable[[Any], list[EvalSample]]
 ) -> list[EvalSample]:
     """Read ``path`` as JSON and ``parse`` it; either failing is a ``ConfigurationError``."""
-    try:
-        data = msgspec.json.decode(Path(path).read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise ConfigurationError(f"{path}: cannot read {dataset} data ({exc})") from None
+    what = f"{dataset} data"  # every way of failing is a ConfigurationError naming the file
+    data = decode_json(read_capped(Path(path), MAX_DATASET_BYTES, what=what), path, what=what)
     try:
         return parse(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -67,7 +67,7 @@ def _load(path: Path, sample: str | None = None) -> SampleRecord | None:
         record = msgspec.json.decode(path.read_bytes(), type=SampleRecord)
     except FileNotFoundError:
         return None
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         _log.warning("eval.record_unreadable", path=str(path), error=str(exc))
         return None  # torn or foreign: measure the sample again
     if sample is not None and record.sample != sample:
@@ -83,7 +83,7 @@ def _pin(out: Path, info: RunInfo) -> RunInfo:
     if path.is_file():
         try:
             before = msgspec.json.decode(path.read_bytes(), type=RunInfo)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise UsageError(f"{path} is not a run description ({exc}); use a new --out") from None
         changed = [f for f in _PINNED if getattr(before, f) != getattr(info, f)]
         if changed:

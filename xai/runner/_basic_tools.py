@@ -1,132 +1,32 @@
-"""The ``basic_tools`` toolset: files confined to a root, a safe calculator, CSV summaries,
-format conversion — plus the ``run_agent`` built-ins.
+"""The ``basic_tools`` toolset: files confined to a root (``Sandbox``), a safe calculator, CSV
+summaries, format conversion — plus the ``run_agent`` built-ins.
 
-Every path a model gives is resolved (symlinks followed) and must stay inside
-the configured root: ``..``, absolute paths and symlinks pointing out are
-refused with a clear error result. The calculator parses arithmetic with
-``ast`` and evaluates only numbers, operators and a few math functions; it
-never calls ``eval``.
+``..``, absolute paths and symlinks pointing out of the root are refused with a
+clear error result; errors name paths relative to the root. The calculator
+(``safe_calculate``) never calls ``eval``.
 """
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
 import math
-import operator
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from xai.exceptions import ToolError
+from xai.runner._calculator import safe_calculate
+from xai.runner._sandbox import Sandbox
 from xai.tools import Tool
 
-__all__ = ["Sandbox", "basic_tools", "convert_format", "safe_calculate"]
+__all__ = ["MAX_LISTED", "MAX_READ_CHARS", "basic_tools", "convert_format"]
 
 MAX_READ_CHARS = 50_000
-
-
-class Sandbox:
-    """Resolves model-given paths inside ``root``, refusing anything that escapes it."""
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).expanduser().resolve(strict=True)
-
-    def resolve(self, relative: str) -> Path:
-        if not relative or "\x00" in relative:
-            raise ToolError("give a path relative to the working folder")
-        candidate = (self.root / relative).resolve(strict=False)  # follows symlinks
-        if not candidate.is_relative_to(self.root):
-            raise ToolError(f"{relative!r} is outside the working folder")
-        return candidate
-
-    def file(self, relative: str) -> Path:
-        path = self.resolve(relative)
-        if not path.is_file():
-            raise ToolError(f"no file {relative!r} in the working folder")
-        return path
-
-    def show(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
-
-
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
-    ast.UAdd: operator.pos,
-    ast.USub: operator.neg,
-}
-_FUNCTIONS: dict[str, Callable[..., float]] = {
-    "abs": abs,
-    "round": round,
-    "min": min,
-    "max": max,
-    "sqrt": math.sqrt,
-    "log": math.log,
-    "log10": math.log10,
-    "exp": math.exp,
-    "sin": math.sin,
-    "cos": math.cos,
-    "tan": math.tan,
-    "floor": math.floor,
-    "ceil": math.ceil,
-}
-_CONSTANTS = {"pi": math.pi, "e": math.e}
-
-
-def safe_calculate(expression: str) -> float:
-    """Evaluate arithmetic safely: numbers, + - * / // % **, parentheses, a few functions."""
-    if len(expression) > 500:
-        raise ToolError("the expression is too long (500 characters at most)")
-    try:
-        tree = ast.parse(expression.replace("^", "**"), mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"not an arithmetic expression ({exc.msg})") from None
-
-    def value(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return value(node.body)
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, (int, float))
-            and not isinstance(node.value, bool)
-        ):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left, right = value(node.left), value(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-                raise ToolError("exponent too large")
-            return float(_BINARY[type(node.op)](left, right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return float(_UNARY[type(node.op)](value(node.operand)))
-        if isinstance(node, ast.Name) and node.id in _CONSTANTS:
-            return _CONSTANTS[node.id]
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _FUNCTIONS
-            and not node.keywords
-        ):
-            return _FUNCTIONS[node.func.id](*(value(a) for a in node.args))
-        raise ToolError(f"not allowed in a calculation: {ast.unparse(node)!r}")
-
-    try:
-        result = value(tree)
-    except ZeroDivisionError:
-        raise ToolError("division by zero") from None
-    except (OverflowError, ValueError, TypeError) as exc:
-        raise ToolError(f"cannot compute it: {exc}") from None
-    return float(result)
+"""The most ``read_file`` returns of one file."""
+MAX_LISTED = 200
+"""The most files ``list_files`` returns (and ``search_files`` searches)."""
 
 
 Format = Literal["json", "yaml", "csv", "markdown"]
@@ -155,6 +55,8 @@ def convert_format(content: str, source: Format, target: Format) -> str:
             raise ToolError("Markdown can be produced, not read")
     except (ValueError, yaml.YAMLError) as exc:
         raise ToolError(f"the content is not valid {source}: {exc}") from None
+    except RecursionError:
+        raise ToolError(f"the {source} content is nested too deeply") from None
     if target == "json":
         return json.dumps(data, ensure_ascii=False, indent=2)
     if target == "yaml":
@@ -186,16 +88,12 @@ def basic_tools(root: str | Path) -> list[Tool]:
             path: Path relative to the working folder.
             max_chars: Return at most this many characters.
         """
-        target = sandbox.file(path)
-        try:
-            text = target.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise ToolError(f"{path!r} is not a UTF-8 text file") from None
         limit = max(1, min(max_chars, MAX_READ_CHARS))
+        text, truncated = sandbox.read_text(path, max_chars=limit)
         return {
-            "path": sandbox.show(target),
-            "content": text[:limit],
-            "truncated": len(text) > limit,
+            "path": sandbox.show(sandbox.resolve(path)),
+            "content": text,
+            "truncated": truncated,
         }
 
     def list_files(pattern: str = "**/*") -> dict[str, Any]:
@@ -204,14 +102,10 @@ def basic_tools(root: str | Path) -> list[Tool]:
         Args:
             pattern: A glob relative to the working folder.
         """
-        if pattern.startswith("/") or ".." in Path(pattern).parts:
-            raise ToolError("the pattern must stay inside the working folder")
-        found = []
-        for item in sorted(sandbox.root.glob(pattern)):
-            resolved = item.resolve()
-            if item.is_file() and resolved.is_relative_to(sandbox.root):
-                found.append(sandbox.show(item))
-            if len(found) >= 200:
+        found: list[str] = []
+        for name in sandbox.files(pattern):
+            found.append(name)
+            if len(found) >= MAX_LISTED:
                 break
         return {"count": len(found), "files": found}
 
@@ -229,8 +123,8 @@ def basic_tools(root: str | Path) -> list[Tool]:
         needle = text.lower()
         for name in list_files(pattern)["files"]:
             try:
-                lines = (sandbox.root / name).read_text(encoding="utf-8").splitlines()
-            except (UnicodeDecodeError, OSError):
+                lines = sandbox.read_text(name)[0].splitlines()
+            except (ToolError, OSError):  # not text, too big, linked outside: not searched
                 continue
             for number, line in enumerate(lines, start=1):
                 if needle in line.lower():
@@ -254,11 +148,10 @@ def basic_tools(root: str | Path) -> list[Tool]:
             path: CSV file relative to the working folder.
             max_columns: Summarise at most this many columns.
         """
-        target = sandbox.file(path)
+        text, _ = sandbox.read_text(path)
         try:
-            with target.open(encoding="utf-8", newline="") as f:
-                rows = list(csv.DictReader(f))
-        except (UnicodeDecodeError, csv.Error) as exc:
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as exc:
             raise ToolError(f"{path!r} is not a readable CSV file: {exc}") from None
         columns = list(rows[0].keys()) if rows else []
         summary: dict[str, Any] = {}
@@ -271,13 +164,13 @@ def basic_tools(root: str | Path) -> list[Tool]:
                 except ValueError:
                     break
             else:
-                if numbers:
+                if numbers and all(map(math.isfinite, numbers)):
                     summary[column] = {
                         "type": "number",
                         "min": min(numbers),
                         "max": max(numbers),
                         "mean": round(statistics.fmean(numbers), 4),
-                        "sum": round(sum(numbers), 4),
+                        "sum": round(math.fsum(numbers), 4),
                     }
                     continue
             counts: dict[str, int] = {}
@@ -286,7 +179,7 @@ def basic_tools(root: str | Path) -> list[Tool]:
             top = sorted(counts.items(), key=lambda kv: -kv[1])[:5]
             summary[column] = {"type": "text", "distinct": len(counts), "top": dict(top)}
         return {
-            "path": sandbox.show(target),
+            "path": sandbox.show(sandbox.resolve(path)),
             "rows": len(rows),
             "columns": columns,
             "summary": summary,
@@ -308,15 +201,14 @@ def basic_tools(root: str | Path) -> list[Tool]:
         """
         if (content is None) == (path is None):
             raise ToolError("give exactly one of content or path")
-        text = (
-            content if content is not None else sandbox.file(path or "").read_text(encoding="utf-8")
-        )
+        text = content if content is not None else sandbox.read_text(path or "")[0]
         return {
             "format": target_format,
             "content": convert_format(text, source_format, target_format),
         }
 
     own = [
-        Tool(f) for f in (read_file, list_files, search_files, calculate, summarize_csv, convert)
+        Tool(sandbox.guard(f))
+        for f in (read_file, list_files, search_files, calculate, summarize_csv, convert)
     ]
     return [*own, *BUILTIN_TOOLS.values()]

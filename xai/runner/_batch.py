@@ -11,7 +11,8 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.runner._input import InputError, RunInput, validate_input
+from xai.runner._input import InputError, RunInput, read_input_file, validate_input
+from xai.runner._memory import RunnerMemory
 from xai.runner._run import RunReport, run_input
 
 __all__ = ["is_batch", "load_batch", "run_batch"]
@@ -19,10 +20,7 @@ __all__ = ["is_batch", "load_batch", "run_batch"]
 
 def load_batch(path: Path, *, fixture: str | None = None) -> list[RunInput]:
     """Every task merged over ``common_config`` and validated; all problems reported at once."""
-    try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise InputError(str(path), [f"cannot read the batch file ({exc})"]) from None
+    data = read_input_file(path)
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list) or not data["tasks"]:
         raise InputError(str(path), ["tasks: a non-empty list of inputs is required"])
     common = data.get("common_config") or {}
@@ -82,7 +80,9 @@ async def run_batch(
     async def one(inp: RunInput) -> None:
         async with limiter:
             try:
-                report = await run_input(inp, outdir / inp.conversation_id, home=home)
+                report = await run_input(
+                    inp, outdir / inp.conversation_id, home=home, memory=memory
+                )
                 results[inp.conversation_id] = msgspec.to_builtins(report)
             except Exception as exc:  # one failing task never stops the others
                 results[inp.conversation_id] = {
@@ -95,7 +95,8 @@ async def run_batch(
                 report = None
             progress.update(report)
 
-    async with anyio.create_task_group() as group:
+    # One Agent per memory for the whole batch: tasks saving to the global memory share it.
+    async with RunnerMemory(home) as memory, anyio.create_task_group() as group:
         for inp in inputs:
             group.start_soon(one, inp)
     ordered = [results[inp.conversation_id] for inp in inputs]
@@ -137,7 +138,7 @@ async def run_batch(
 
 def is_batch(path: Path) -> bool:
     try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return False
+        data = read_input_file(path)
+    except InputError:
+        return False  # loading it as a single input reports why
     return isinstance(data, dict) and "tasks" in data

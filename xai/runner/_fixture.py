@@ -14,12 +14,17 @@ from typing import Any
 
 import msgspec
 
+from xai._reading import MiB, decode_json, read_capped
+from xai.exceptions import ConfigurationError
 from xai.messages import ToolCall, ToolResult
 from xai.runner._input import InputError
 from xai.testing import Reply, ScriptedCall, ScriptedProvider
 from xai.tools import Tool, ToolSet
 
-__all__ = ["Fixture", "load_fixture"]
+__all__ = ["MAX_FIXTURE_BYTES", "Fixture", "load_fixture"]
+
+MAX_FIXTURE_BYTES = 16 * MiB
+"""The largest fixture file (``ai_messages.json``, ...) the runner reads."""
 
 
 class _AiCall(msgspec.Struct):
@@ -82,7 +87,7 @@ class _ReplayTools(ToolSet):
         arguments: Any
         try:
             arguments = msgspec.json.decode(call.arguments or "{}")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             arguments = call.arguments
         if preset is None:
             error = f"the fixture has no tool message for call {call.id!r}"
@@ -116,10 +121,13 @@ def load_fixture(folder: str | Path) -> Fixture:
                 problems.append(f"{name}: missing from {folder}")
             return default
         try:
-            return msgspec.json.decode(path.read_bytes(), type=type_)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            data = decode_json(read_capped(path, MAX_FIXTURE_BYTES), path)
+            return msgspec.convert(data, type_)
+        except ConfigurationError as exc:
+            problems.append(f"{name}: {str(exc).removeprefix(f'{path}: ')}")
+        except msgspec.ValidationError as exc:
             problems.append(f"{name}: {exc}")
-            return default
+        return default
 
     ai = read("ai_messages.json", list[_AiMessage], None) or []
     tools = read("tool_messages.json", list[_ToolMessage], [])

@@ -1,16 +1,35 @@
-"""The runner's input file: every problem reported at once, each naming its field."""
+"""The runner's input file: every problem reported at once, each naming its field.
+
+Every file an input names is read with a cap (``MAX_INPUT_BYTES`` for input and batch
+files, ``MAX_PROMPT_BYTES`` for prompt files) and must be a regular UTF-8 file; the
+``conversation_id`` must be a plain name (it becomes a folder).
+"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from xai.exceptions import UsageError
+from xai._reading import MiB, decode_json, read_capped, read_text_capped
+from xai.config import is_plain_name
+from xai.exceptions import ConfigurationError, UsageError
 
-__all__ = ["InputError", "RunInput", "load_input", "validate_input"]
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "MAX_PROMPT_BYTES",
+    "InputError",
+    "RunInput",
+    "load_input",
+    "read_input_file",
+    "validate_input",
+]
+
+MAX_INPUT_BYTES = 16 * MiB
+"""The largest input or batch file the runner reads."""
+MAX_PROMPT_BYTES = 1 * MiB
+"""The largest ``system_prompt_path`` or ``prompt_templates`` file the runner reads."""
 
 TEMPLATE_NAMES = ("general_tool_agent", "file_expert", "calculation_expert", "conversion_expert")
 
@@ -69,8 +88,6 @@ _FIELDS: dict[str, tuple[Any, Any]] = {
     "auto_prompt_map": (dict[str, list[str]], {}),
 }
 
-_ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-
 
 def validate_input(
     data: Any, base: Path, *, origin: str = "input", fixture: str | None = None
@@ -96,8 +113,10 @@ def validate_input(
         except msgspec.ValidationError as exc:
             problems.append(f"{name}: {exc}")
             values[name] = default
-    if isinstance(values["conversation_id"], str) and not _ID.match(values["conversation_id"]):
-        problems.append("conversation_id: use 1-100 letters, digits, '_', '.' or '-'")
+    if isinstance(values["conversation_id"], str) and not is_plain_name(values["conversation_id"]):
+        problems.append(
+            "conversation_id: use 1-64 letters, digits, '_', '.' or '-' (not '.' or '..')"
+        )
     single, many = values["user_input"], values["user_inputs"]
     if (single is None) == (many is None):
         problems.append("user_input / user_inputs: give exactly one of them")
@@ -122,19 +141,26 @@ def validate_input(
     if values["system_prompt_path"]:
         path = resolve("system_prompt_path", values["system_prompt_path"])
         try:
-            system_prompt = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"system_prompt_path: cannot read {path} ({exc})")
+            system_prompt = read_text_capped(path, MAX_PROMPT_BYTES, what="the system prompt")
+        except ConfigurationError as exc:
+            problems.append(f"system_prompt_path: {exc}")
     tool_root = resolve("tool_root", values["tool_root"]) if values["tool_root"] else base
     if not tool_root.is_dir():
         problems.append(f"tool_root: {tool_root} is not a folder")
     templates = builtin_templates()
     for name, value in values["prompt_templates"].items():
+        if not is_plain_name(name):
+            # A template's name becomes a folder (compare/NAME, the checkpoint's session-NAME).
+            problems.append(
+                f"prompt_templates: {name!r} is not a plain name "
+                "(1-64 letters, digits, '_', '.' or '-'; not '.' or '..')"
+            )
+            continue
         path = resolve(f"prompt_templates.{name}", value)
         try:
-            templates[name] = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"prompt_templates.{name}: cannot read {path} ({exc})")
+            templates[name] = read_text_capped(path, MAX_PROMPT_BYTES, what="the template")
+        except ConfigurationError as exc:
+            problems.append(f"prompt_templates.{name}: {exc}")
     if values["prompt_template"] not in templates:
         problems.append(
             f"prompt_template: unknown template {values['prompt_template']!r} "
@@ -174,12 +200,17 @@ def validate_input(
     )
 
 
+def read_input_file(path: Path) -> Any:
+    """The decoded JSON of an input or batch file; any reason it cannot be is an
+    ``InputError`` (too big, not a file, not UTF-8, not JSON, nested too deeply)."""
+    try:
+        what = "the input file"
+        return decode_json(read_capped(path, MAX_INPUT_BYTES, what=what), path, what=what)
+    except ConfigurationError as exc:
+        raise InputError(str(path), [str(exc).removeprefix(f"{path}: ")]) from None
+
+
 def load_input(path: str | Path, *, fixture: str | None = None) -> RunInput:
     path = Path(path)
-    try:
-        data = msgspec.json.decode(path.read_bytes())
-    except OSError as exc:
-        raise InputError(str(path), [f"cannot read the input file ({exc.strerror})"]) from None
-    except msgspec.DecodeError as exc:
-        raise InputError(str(path), [f"not valid JSON ({exc})"]) from None
+    data = read_input_file(path)
     return validate_input(data, path.parent.resolve(), origin=str(path), fixture=fixture)

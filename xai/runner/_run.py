@@ -1,9 +1,11 @@
 """One runtime input to artifacts, as a thin layer over the Session.
 
 The Session's journal is the checkpoint (``OUTDIR/.checkpoint``): ``--resume``
-reopens it and continues without repeating finished model or tool calls; a
-run that finishes removes it. Its compaction is the history compression and
-its memory is the Agent's long-term memory (``save_memory``).
+reopens it, lets the Session repair what the crash left (every unanswered tool
+call gets a result), continues the turn the crash interrupted, and sends the
+inputs that follow — finished model and tool calls are not repeated. A run that
+finishes removes the checkpoint. Its compaction is the history compression; its
+memory goes through an Agent (``RunnerMemory``).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import msgspec
@@ -22,29 +24,20 @@ import msgspec
 from xai._files import write_atomic
 from xai.config import LLMConfig
 from xai.events import Compacted, SessionEvent
-from xai.memory import LongTermMemory, default_embedder
-from xai.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolMessage,
-    TurnStatus,
-    Usage,
-    UserMessage,
-)
+from xai.messages import CloseReason, Message, SystemMessage, TurnStatus, Usage
 from xai.providers import OpenAIProvider, Provider, to_wire_messages
 from xai.query import QueryConfig
 from xai.runner._fixture import load_fixture
 from xai.runner._input import RunInput
+from xai.runner._memory import RunnerAgent, RunnerMemory, memory_agent_dir
 from xai.runner._templates import choose_template
+from xai.runner._trace import TurnTrace, turns_of
 from xai.session import (
-    FinalizingContext,
+    JOURNAL_FILE,
     InputRecord,
-    MessageRecord,
     Session,
     SessionConfig,
     SystemPrompt,
-    TurnEndRecord,
     read_journal,
     read_records,
 )
@@ -66,6 +59,46 @@ class RunReport(msgspec.Struct, kw_only=True):
     resumed: bool = False
 
 
+class _SessionRun(msgspec.Struct, kw_only=True):
+    """What one Session (one template) of a run produced."""
+
+    history: list[Message]
+    system: SystemMessage | None
+    turns: list[TurnTrace]
+    compressions: list[dict[str, Any]]
+    usage: Usage
+    resumed_from: int
+    memory: list[dict[str, Any]]
+    unsent: list[int] = msgspec.field(default_factory=list)
+    """Inputs (by number) never sent: the resumed Session was closing and takes none."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.unsent and all(t.status is TurnStatus.COMPLETED for t in self.turns)
+
+    @property
+    def status(self) -> str:
+        return "success" if self.ok else "failed"
+
+    @property
+    def error(self) -> str | None:
+        failed = [t for t in self.turns if t.status is not TurnStatus.COMPLETED]
+        if failed:
+            return failed[0].error
+        if self.unsent:
+            numbers = ", ".join(map(str, self.unsent))
+            return f"input(s) {numbers} not sent: the Session was closing when the run stopped"
+        return None
+
+    @property
+    def answer(self) -> str:
+        return self.turns[-1].answer if self.turns else ""
+
+    @property
+    def interrupted_turns(self) -> list[int]:
+        return [t.turn for t in self.turns if t.interruptions]
+
+
 def _append_line(path: Path, record: Any) -> None:
     with path.open("ab") as f:
         f.write(msgspec.json.encode(record) + b"\n")
@@ -73,143 +106,85 @@ def _append_line(path: Path, record: Any) -> None:
         os.fsync(f.fileno())
 
 
-def _turns(records: list[Any]) -> tuple[list[dict[str, Any]], list[Message]]:
-    """Per-turn details and every message, from the journal's records: complete even when a
-    compaction shortened the history, and across a resume."""
-    turns: dict[int, dict[str, Any]] = {}
-    messages: list[Message] = []
-
-    def turn(number: int) -> dict[str, Any]:
-        return turns.setdefault(
-            number,
-            {
-                "turn": number,
-                "input": "",
-                "answer": "",
-                "rounds": 0,
-                "tool_calls": [],
-                "status": "interrupted",
-            },
-        )
-
-    for record in records:
-        if isinstance(record, InputRecord):
-            turn(record.turn)["input"] = record.message.content
-            messages.append(record.message)
-        elif isinstance(record, MessageRecord):
-            messages.append(record.message)
-            current = turn(record.turn)
-            message = record.message
-            if isinstance(message, AssistantMessage):
-                current["rounds"] += 1
-                current["answer"] = message.content
-                for call in message.tool_calls:
-                    current["tool_calls"].append(
-                        {"id": call.id, "name": call.name, "arguments": call.arguments}
-                    )
-            elif isinstance(message, ToolMessage):
-                for call in current["tool_calls"]:
-                    if call["id"] == message.tool_call_id:
-                        call["result"] = message.content[:2000]
-                        call["success"] = not message.is_error
-        elif isinstance(record, TurnEndRecord):
-            current = turn(record.outcome.turn)
-            current["status"] = record.outcome.status.value
-            current["usage"] = msgspec.to_builtins(record.outcome.usage)
-            if record.outcome.error is not None:
-                current["error"] = record.outcome.error.message
-            elif record.outcome.status is TurnStatus.BUDGET_EXHAUSTED:
-                current["error"] = "the turn reached max_turns before the model finished"
-    # A turn that only continued an interrupted one (no input of its own) folds into it.
-    ordered = [t for _, t in sorted(turns.items())]
-    merged: list[dict[str, Any]] = []
-    for item in ordered:
-        if not item["input"] and merged:
-            last = merged[-1]
-            last["rounds"] += item["rounds"]
-            last["tool_calls"].extend(item["tool_calls"])
-            last["answer"] = item["answer"] or last["answer"]
-            last["status"] = item["status"]
-            for key in ("usage", "error"):
-                if key in item:
-                    last[key] = item[key]
-            continue
-        merged.append(item)
-    for number, item in enumerate(merged, start=1):
-        item["turn"] = number
-    return merged, messages
-
-
 def _messages(system: SystemMessage | None, history: list[Message]) -> list[dict[str, Any]]:
     return to_wire_messages([system, *history] if system is not None else history)
 
 
-async def _memory_prefix(inp: RunInput, home: Path, fixture_memory: list[str]) -> str:
-    lines = [f"- {fact}" for fact in fixture_memory]
-    if inp.selected_memory_ids or inp.use_global_memory:
-        directory = home / "runner" / "memory"
-        async with (
-            _memory_lock(directory),
-            LongTermMemory(directory, embedder=default_embedder()) as memory,
-        ):
-            for fact_id in inp.selected_memory_ids:
-                fact = memory.get(fact_id)
-                if fact is not None and fact.status == "active":
-                    lines.append(f"- {fact.text}")
-            if inp.use_global_memory:
-                prefix = await memory.prefix(inp.user_inputs[0])
-                if prefix:
-                    lines.append(prefix)
-    own = home / "runner" / "conversations" / inp.conversation_id / "memory"
-    if inp.save_memory == "conversation" and await anyio.Path(own / "ledger.jsonl").exists():
-        # What this conversation learned in its earlier runs.
-        async with _memory_lock(own), _open_memory(own) as memory:
-            prefix = await memory.prefix(inp.user_inputs[0])
-            if prefix:
-                lines.append(prefix)
-    return "\n".join(lines)
+class _Reopened(NamedTuple):
+    session: Session
+    accepted: int
+    """Inputs the journal holds: begun, or accepted and requeued (the Session runs those)."""
+    interrupted: bool
+    """A turn was running when the process died (the Session ends it as it starts)."""
+    closing: CloseReason | None
+    """The Session was closing, its candidates not all taken: it only closes again."""
+
+
+def _reopen(
+    directory: Path, provider: Provider, tools: ToolSet, config: SessionConfig
+) -> _Reopened:
+    """The Session of a checkpoint, and what its journal says (read in a worker thread)."""
+    journal = directory / JOURNAL_FILE
+    state = read_journal(journal)  # cuts a torn last line: the records below are whole
+    begun = sum(1 for r in read_records(journal) if isinstance(r, InputRecord))
+    session = Session.reopen(directory, provider, tools=tools, config=config, state=state)
+    return _Reopened(
+        session, begun + len(state.pending), state.open_turn is not None, state.closing
+    )
 
 
 @asynccontextmanager
-async def _open_memory(directory: Path) -> AsyncIterator[LongTermMemory]:
-    """A memory with the configured embedder, whose endpoint client is closed afterwards."""
-    embedder = default_embedder()
+async def _owned(
+    session: Session,
+    agent: RunnerAgent | None,
+    *,
+    purpose: str,
+    resumed: bool,
+    reason: CloseReason = "closed",
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """Run ``session``: by itself, or owned by the memory's Agent (which decides its
+    candidates); close it for ``reason``. Yields the list that gets this Session's memory
+    decisions."""
+    decisions: list[dict[str, Any]] = []
+    if agent is None:
+        async with session:
+            yield decisions
+            await session.close(reason)
+        return
+    before = len(agent.memory.ledger())
+    await agent.adopt(session, purpose=purpose, resumed=resumed)
     try:
-        async with LongTermMemory(directory, embedder=embedder) as memory:
-            yield memory
-    finally:
-        aclose = getattr(embedder, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-_memory_locks: dict[str, anyio.Lock] = {}
-
-
-def _memory_lock(directory: Path) -> anyio.Lock:
-    """One writer per memory directory in this process (batch tasks share the global one)."""
-    return _memory_locks.setdefault(str(directory), anyio.Lock())
-
-
-def _memory_dir(inp: RunInput, home: Path) -> Path | None:
-    if inp.save_memory == "global":
-        return home / "runner" / "memory"
-    if inp.save_memory == "conversation":
-        return home / "runner" / "conversations" / inp.conversation_id / "memory"
-    return None
+        yield decisions
+    except BaseException as exc:
+        failed: CloseReason = (
+            "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
+        )
+        with anyio.CancelScope(shield=True):
+            await session.close(failed)
+        raise
+    await session.close(reason)  # returns once the Agent has decided its candidates
+    decisions.extend(
+        {
+            "decision": d.kind,
+            "reason": d.reason,
+            "fact_ids": [f.id for f in d.facts],
+        }
+        for d in agent.memory.ledger()[before:]
+        if d.session_id == session.id
+    )
 
 
 async def _one_session(
     inp: RunInput,
     provider: Provider,
     tools: ToolSet,
-    instructions: str,
-    prefix: str,
+    system: SystemPrompt,
     directory: Path,
+    *,
     resume: bool,
-    home: Path,
+    agent: RunnerAgent | None,
     progress: Callable[[str], None],
-) -> dict[str, Any]:
+) -> _SessionRun:
     config = SessionConfig(
         query=QueryConfig(max_rounds=inp.max_turns),
         compaction=inp.compression_enabled,
@@ -218,14 +193,13 @@ async def _one_session(
         extract_memory=inp.save_memory != "none",
         fsync="commit",
     )
-    journal = directory / "journal.jsonl"
-    resumed_from = 0
-    if resume and await anyio.Path(journal).exists():
-        state = await anyio.to_thread.run_sync(read_journal, journal)
-        resumed_from = sum(
-            1 for m in state.history if isinstance(m, UserMessage) and m.origin == "user"
+    journal = directory / JOURNAL_FILE
+    resumed_from, interrupted, closing = 0, False, None
+    reopened = resume and await anyio.Path(journal).exists()
+    if reopened:
+        session, resumed_from, interrupted, closing = await anyio.to_thread.run_sync(
+            _reopen, directory, provider, tools, config
         )
-        session = Session.reopen(directory, provider, tools=tools, config=config)
     else:
         if await anyio.Path(directory).exists():
             await anyio.to_thread.run_sync(shutil.rmtree, directory)
@@ -233,52 +207,86 @@ async def _one_session(
             provider,
             tools=tools,
             config=config,
-            system=SystemPrompt(instructions=instructions, memory_prefix=prefix),
+            system=system,
             directory=directory,
             session_id=inp.conversation_id,
         )
-    memory_dir = _memory_dir(inp, home)
-
-    async def remember(context: FinalizingContext) -> None:
-        if memory_dir is not None and context.candidates:
-            async with (
-                _memory_lock(memory_dir),
-                LongTermMemory(memory_dir, embedder=default_embedder()) as memory,
-            ):
-                await memory.adjudicate(context.candidates, session_id=context.session_id)
-
-    session.on_session_finalizing.append(remember)
     compressions: list[dict[str, Any]] = []  # the only thing the journal does not keep
 
     def observe(event: SessionEvent) -> None:
         if isinstance(event.event, Compacted):
             compressions.append(msgspec.to_builtins(event.event))
 
-    async with session:
+    purpose = inp.user_inputs[0]
+    owned = _owned(session, agent, purpose=purpose, resumed=reopened, reason=closing or "closed")
+    to_send = list(enumerate(inp.user_inputs, start=1))[resumed_from:]
+    unsent: list[int] = []
+    async with owned as decisions:
         session.on(observe)
-        if session.interrupted_turn:
-            progress("continuing the interrupted turn")
-            await session.continue_turn()
-        for number, text in enumerate(inp.user_inputs, start=1):
-            if number <= resumed_from:
-                continue
-            progress(f"turn {number}/{len(inp.user_inputs)}")
-            await session.send(text)
+        if closing is not None:  # it only finishes closing: its candidates go to the Agent
+            unsent = [number for number, _ in to_send]
+        else:
+            if interrupted:
+                progress("continuing the interrupted turn")
+                await session.continue_turn()
+            for number, text in to_send:
+                progress(f"turn {number}/{len(inp.user_inputs)}")
+                await session.send(text)
     records = await anyio.to_thread.run_sync(read_records, journal)
-    turns, history = _turns(records)
-    failed = [t for t in turns if t["status"] not in (TurnStatus.COMPLETED.value,)]
-    usage: Usage = session.usage
-    return {
-        "history": history,
-        "system": session.system_message(),
-        "turns": turns,
-        "compression_events": compressions,
-        "usage": usage,
-        "resumed_from_turn": resumed_from,
-        "status": "success" if not failed else "failed",
-        "error": failed[0].get("error") if failed else None,
-        "answer": turns[-1]["answer"] if turns else "",
-    }
+    turns, history = turns_of(records)
+    return _SessionRun(
+        history=history,
+        system=session.system_message(),
+        turns=turns,
+        compressions=compressions,
+        usage=session.usage,
+        resumed_from=resumed_from,
+        memory=decisions,
+        unsent=unsent,
+    )
+
+
+async def _memory_agent(
+    inp: RunInput, memory: RunnerMemory, stack: AsyncExitStack
+) -> RunnerAgent | None:
+    """The Agent that owns the memory this run saves to (``None``: it saves nothing)."""
+    if inp.save_memory == "none":
+        return None
+    directory = memory_agent_dir(memory.home, inp.save_memory, inp.conversation_id)
+    if inp.save_memory == "global":
+        return await memory.shared(directory)
+    return await stack.enter_async_context(memory.private(directory))
+
+
+async def _memory_prefix(
+    inp: RunInput, memory: RunnerMemory, own: RunnerAgent | None, fixture_memory: list[str]
+) -> str:
+    """The remembered facts for the system prompt, read through the memories' Agents."""
+    lines = [f"- {fact}" for fact in fixture_memory]
+    if inp.selected_memory_ids or inp.use_global_memory:
+        shared = await memory.shared(memory_agent_dir(memory.home, "global", inp.conversation_id))
+        for fact_id in inp.selected_memory_ids:
+            fact = shared.memory.get(fact_id)
+            if fact is not None and fact.status == "active":
+                lines.append(f"- {fact.text}")
+        if inp.use_global_memory:
+            prefix = await shared.memory.prefix(inp.user_inputs[0])
+            if prefix:
+                lines.append(prefix)
+    if inp.save_memory == "conversation" and own is not None:
+        prefix = await own.memory.prefix(inp.user_inputs[0])  # what its earlier runs learned
+        if prefix:
+            lines.append(prefix)
+    return "\n".join(lines)
+
+
+def _template_names(inp: RunInput) -> list[str]:
+    if inp.prompt_mode == "compare":
+        return list(inp.prompt_templates)
+    if inp.prompt_mode == "auto":
+        text = " ".join(inp.user_inputs)
+        return [choose_template(text, inp.auto_prompt_map, inp.prompt_template)]
+    return [inp.prompt_template]
 
 
 async def run_input(
@@ -289,101 +297,107 @@ async def run_input(
     home: Path,
     provider: Provider | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    memory: RunnerMemory | None = None,
 ) -> RunReport:
     """Run one input into ``outdir``. Business failures land in the artifacts (status
-    ``failed``); a ``UsageError`` (e.g. no model configured) is raised for the caller."""
+    ``failed``); a ``UsageError`` (e.g. no model configured) is raised for the caller.
+
+    ``memory`` holds the Agents of the memories (``run_batch`` shares one across its
+    runs); without it the run opens and closes its own."""
+    if memory is None:
+        async with RunnerMemory(home) as own_memory:
+            return await run_input(
+                inp,
+                outdir,
+                resume=resume,
+                home=home,
+                provider=provider,
+                progress=progress,
+                memory=own_memory,
+            )
     started = time.time()
     await anyio.Path(outdir).mkdir(parents=True, exist_ok=True)
     checkpoint = outdir / CHECKPOINT
     resumed = resume and await anyio.Path(checkpoint).exists()
     fixture_memory: list[str] = []
-    owned: OpenAIProvider | None = None
-    if inp.execution_mode == "fixture":
-        assert inp.fixture_dir is not None
-        fixture = load_fixture(inp.fixture_dir)
-        fixture_memory = fixture.memory
-        tool_names = [t.name for t in _tools(inp)]
-        make_provider: Callable[[], Provider] = fixture.provider
-        make_tools: Callable[[], ToolSet] = lambda: fixture.tools(tool_names)  # noqa: E731
-    else:
-        if provider is None:
-            owned = OpenAIProvider(LLMConfig.from_env())
-        shared: Provider = provider or owned  # type: ignore[assignment]
-        make_provider = lambda: shared  # noqa: E731
-        make_tools = lambda: ToolSet(_tools(inp))  # noqa: E731
-    try:
-        prefix = await _memory_prefix(inp, home, fixture_memory)
-        extra = f"\n\n{inp.system_prompt.strip()}" if inp.system_prompt else ""
-        if inp.prompt_mode == "compare":
-            names = list(inp.prompt_templates)
-        elif inp.prompt_mode == "auto":
-            names = [
-                choose_template(" ".join(inp.user_inputs), inp.auto_prompt_map, inp.prompt_template)
-            ]
+    async with AsyncExitStack() as stack:
+        if inp.execution_mode == "fixture":
+            assert inp.fixture_dir is not None
+            fixture = await anyio.to_thread.run_sync(load_fixture, inp.fixture_dir)
+            fixture_memory = fixture.memory
+            tool_names = [t.name for t in _tools(inp)]
+            make_provider: Callable[[], Provider] = fixture.provider
+            make_tools: Callable[[], ToolSet] = lambda: fixture.tools(tool_names)  # noqa: E731
         else:
-            names = [inp.prompt_template]
-        runs: dict[str, dict[str, Any]] = {}
+            shared = provider
+            if shared is None:  # ours to close; a provider passed in is the caller's
+                shared = await stack.enter_async_context(OpenAIProvider(LLMConfig.from_env()))
+            make_provider = lambda: shared  # noqa: E731
+            make_tools = lambda: ToolSet(_tools(inp))  # noqa: E731
+        agent = await _memory_agent(inp, memory, stack)
+        prefix = await _memory_prefix(inp, memory, agent, fixture_memory)
+        extra = f"\n\n{inp.system_prompt.strip()}" if inp.system_prompt else ""
+        names = _template_names(inp)
+        runs: dict[str, _SessionRun] = {}
         for name in names:
             directory = checkpoint / ("session" if len(names) == 1 else f"session-{name}")
             progress(f"template {name}")
+            system = SystemPrompt(
+                instructions=inp.prompt_templates[name] + extra, memory_prefix=prefix
+            )
             runs[name] = await _one_session(
                 inp,
                 make_provider(),
                 make_tools(),
-                inp.prompt_templates[name] + extra,
-                prefix,
+                system,
                 directory,
-                resume,
-                home,
-                progress,
+                resume=resume,
+                agent=agent,
+                progress=progress,
             )
-    finally:
-        if owned is not None:
-            await owned.aclose()
     main = runs[names[0]]
-    llm_calls = sum(r["usage"].requests for r in runs.values())
-    trace = {
+    llm_calls = sum(r.usage.requests for r in runs.values())
+    trace: dict[str, Any] = {
         "conversation_id": inp.conversation_id,
-        "status": main["status"]
-        if len(runs) == 1
-        else ("success" if all(r["status"] == "success" for r in runs.values()) else "failed"),
-        "error": main["error"],
+        "status": "success" if all(r.ok for r in runs.values()) else "failed",
+        "error": main.error,
         "execution_mode": inp.execution_mode,
         "prompt_mode": inp.prompt_mode,
         "template_used": names[0] if len(names) == 1 else None,
-        "tool_rounds_used": sum(t["rounds"] for t in main["turns"]),
+        "tool_rounds_used": sum(t.rounds for t in main.turns),
         "llm_calls": llm_calls,
-        "usage": msgspec.to_builtins(main["usage"]),
-        "turns": main["turns"],
-        "multi_turn": {"inputs": len(inp.user_inputs), "processed": len(main["turns"])},
-        "compression_events": main["compression_events"],
+        "usage": main.usage,
+        "turns": main.turns,
+        "multi_turn": {"inputs": len(inp.user_inputs), "processed": len(main.turns)},
+        "compression_events": main.compressions,
+        "memory": {"saved_to": inp.save_memory, "decisions": main.memory},
         "checkpoint": {
             "resumed": resumed,
-            "resumed_from_turn": main["resumed_from_turn"],
-            "journal": str(checkpoint / "session" / "journal.jsonl"),
+            "resumed_from_turn": main.resumed_from,
+            "interrupted_turns": main.interrupted_turns,
+            "journal": str(checkpoint / "session" / JOURNAL_FILE),
         },
         "started_at": started,
         "duration_ms": round((time.time() - started) * 1000, 1),
     }
     if len(runs) > 1:
         trace["compare"] = {
-            name: {"status": r["status"], "answer": r["answer"], "llm_calls": r["usage"].requests}
+            name: {"status": r.status, "answer": r.answer, "llm_calls": r.usage.requests}
             for name, r in runs.items()
         }
-    messages = _messages(main["system"], main["history"])
-    answer = main["answer"]
+    answer = main.answer
     if len(runs) > 1:
-        answer = "\n\n".join(f"## {name}\n\n{r['answer']}" for name, r in runs.items())
+        answer = "\n\n".join(f"## {name}\n\n{r.answer}" for name, r in runs.items())
         for name, r in runs.items():
             await anyio.to_thread.run_sync(
                 write_atomic,
                 outdir / "compare" / name / "messages.json",
-                msgspec.json.encode(_messages(r["system"], r["history"])),
+                msgspec.json.encode(_messages(r.system, r.history)),
             )
     await anyio.to_thread.run_sync(
         write_atomic,
         outdir / "messages.json",
-        msgspec.json.format(msgspec.json.encode(messages), indent=2),
+        msgspec.json.format(msgspec.json.encode(_messages(main.system, main.history)), indent=2),
     )
     await anyio.to_thread.run_sync(
         write_atomic,
@@ -398,7 +412,7 @@ async def run_input(
         status=str(trace["status"]),
         outdir=str(outdir),
         answer=answer,
-        error=main["error"],
+        error=main.error,
         llm_calls=llm_calls,
         duration_ms=float(trace["duration_ms"]),
         resumed=resumed,
