@@ -15,10 +15,11 @@ from tests.session_helpers import drain, extraction_responder, is_side_request, 
 from xai.agent import Agent, AgentConfig, AgentHost, OpenSession, Persona
 from xai.agent._agent import _Job
 from xai.events import AgentEvent, MemoryDecided, SessionEnded, SessionOpened
+from xai.exceptions import SessionClosedError
 from xai.memory import JUDGE_MARKER, MemoryConfig
 from xai.messages import MemoryCandidate, ToolMessage, TurnStatus
 from xai.providers import OpenAIProvider
-from xai.session import SessionConfig
+from xai.session import Session, SessionConfig
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
 pytestmark = pytest.mark.anyio
@@ -268,3 +269,21 @@ async def test_maintenance_and_forgetting_are_announced(
         assert await agent.maintain() == []
         (forgotten,) = of(drain(events), MemoryDecided)
     assert forgotten.decision == "forget" and forgotten.fact_ids == (fact.id,)
+
+
+async def test_an_adopted_session_is_owned_like_an_opened_one(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with Agent(tmp_path / "agent", provider) as agent:
+        session = Session(
+            provider,
+            config=SessionConfig(extract_memory=True),
+            directory=tmp_path / "elsewhere",
+        )
+        await agent.adopt(session, purpose="built elsewhere")
+        assert agent.session(session.id) is session
+        await session.send("I keep bees on the roof")
+        await session.close()
+        assert [f.text for f in agent.memory.facts()] == ["The user said: I keep bees on the roof"]
+        with pytest.raises(SessionClosedError, match="already run"):
+            await agent.adopt(session)

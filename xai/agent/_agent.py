@@ -421,6 +421,22 @@ class Agent:
         await self._start(session, SessionOpened(purpose=purpose, origin=origin))
         return session
 
+    async def adopt(
+        self,
+        session: Session,
+        *,
+        purpose: str | None = None,
+        origin: Origin = "user",
+        resumed: bool = False,
+    ) -> None:
+        """Own a Session built elsewhere (its own provider, tools, directory): the Agent
+        starts it in its task group, hears its events, decides its memory candidates when
+        it closes, and closes it with the Agent. The Session must not be running yet."""
+        self._check_open()
+        if session.state != "new":
+            raise SessionClosedError(f"session {session.id} has already run: adopt it before")
+        await self._start(session, SessionOpened(purpose=purpose, origin=origin, resumed=resumed))
+
     def _check_open(self) -> None:
         if self._group is None or (self._stopping is not None and self._stopping.is_set()):
             raise SessionClosedError(f"agent {self.id} is not running (or is closing)")

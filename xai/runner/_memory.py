@@ -24,13 +24,11 @@ import anyio
 import anyio.abc
 
 from xai.agent import Agent, AgentConfig
-from xai.events import SessionOpened
 from xai.exceptions import ConfigurationError
 from xai.memory import Embedder, MemoryConfig, default_embedder
 from xai.providers import ProviderEvent, ProviderRequest
-from xai.session import Session
 
-__all__ = ["RunnerAgent", "RunnerMemory", "memory_agent_dir"]
+__all__ = ["RunnerMemory", "memory_agent_dir"]
 
 AGENT_CONFIG = AgentConfig(
     memory=MemoryConfig(use_judge=False),
@@ -57,21 +55,6 @@ class _NoModel:
         return None
 
 
-class RunnerAgent(Agent):
-    """An Agent that also takes a Session built elsewhere — the runner's, with its own
-    provider, tools and checkpoint folder.
-
-    A stand-in for a public ``Agent.adopt(session)``: the Agent has no public way yet to own
-    a Session it did not open, so this uses the Agent's own ``_start`` (what
-    ``open_session`` does once it has built the Session). Replace it by the public method
-    when the Agent has one.
-    """
-
-    async def adopt(self, session: Session, *, purpose: str, resumed: bool) -> None:
-        self._check_open()
-        await self._start(session, SessionOpened(purpose=purpose, origin="user", resumed=resumed))
-
-
 class RunnerMemory:
     """The Agents owning the memories of one run or batch. ``async with RunnerMemory(home)``."""
 
@@ -80,7 +63,7 @@ class RunnerMemory:
         self._stack: AsyncExitStack | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None
-        self._shared: dict[Path, RunnerAgent] = {}
+        self._shared: dict[Path, Agent] = {}
 
     async def __aenter__(self) -> RunnerMemory:
         self._lock = anyio.Lock()  # made here: a lock belongs to the loop that runs it
@@ -112,15 +95,15 @@ class RunnerMemory:
             stack.push_async_callback(aclose)
         return embedder
 
-    async def _build(self, directory: Path, stack: AsyncExitStack) -> RunnerAgent:
+    async def _build(self, directory: Path, stack: AsyncExitStack) -> Agent:
         embedder = await self._embedder(stack)
 
-        def build() -> RunnerAgent:  # reads and writes agent.json: not on the event loop
-            return RunnerAgent(directory, _NoModel(), embedder=embedder, config=AGENT_CONFIG)
+        def build() -> Agent:  # reads and writes agent.json: not on the event loop
+            return Agent(directory, _NoModel(), embedder=embedder, config=AGENT_CONFIG)
 
         return await anyio.to_thread.run_sync(build)
 
-    async def shared(self, directory: Path) -> RunnerAgent:
+    async def shared(self, directory: Path) -> Agent:
         """The Agent of ``directory``, started on first use; it lives until this closes."""
         group, lock, stack = self._require()
         async with lock:
@@ -132,7 +115,7 @@ class RunnerMemory:
             return agent
 
     @asynccontextmanager
-    async def private(self, directory: Path) -> AsyncIterator[RunnerAgent]:
+    async def private(self, directory: Path) -> AsyncIterator[Agent]:
         """An Agent of ``directory`` for the block only (a conversation's own memory)."""
         async with AsyncExitStack() as stack:
             agent = await self._build(directory, stack)

@@ -22,6 +22,7 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
+from xai.agent import Agent
 from xai.config import LLMConfig
 from xai.events import Compacted, SessionEvent
 from xai.messages import CloseReason, Message, SystemMessage, TurnStatus, Usage
@@ -29,7 +30,7 @@ from xai.providers import OpenAIProvider, Provider, to_wire_messages
 from xai.query import QueryConfig
 from xai.runner._fixture import load_fixture
 from xai.runner._input import RunInput
-from xai.runner._memory import RunnerAgent, RunnerMemory, memory_agent_dir
+from xai.runner._memory import RunnerMemory, memory_agent_dir
 from xai.runner._templates import choose_template
 from xai.runner._trace import TurnTrace, turns_of
 from xai.session import (
@@ -136,7 +137,7 @@ def _reopen(
 @asynccontextmanager
 async def _owned(
     session: Session,
-    agent: RunnerAgent | None,
+    agent: Agent | None,
     *,
     purpose: str,
     resumed: bool,
@@ -182,7 +183,7 @@ async def _one_session(
     directory: Path,
     *,
     resume: bool,
-    agent: RunnerAgent | None,
+    agent: Agent | None,
     progress: Callable[[str], None],
 ) -> _SessionRun:
     config = SessionConfig(
@@ -246,9 +247,7 @@ async def _one_session(
     )
 
 
-async def _memory_agent(
-    inp: RunInput, memory: RunnerMemory, stack: AsyncExitStack
-) -> RunnerAgent | None:
+async def _memory_agent(inp: RunInput, memory: RunnerMemory, stack: AsyncExitStack) -> Agent | None:
     """The Agent that owns the memory this run saves to (``None``: it saves nothing)."""
     if inp.save_memory == "none":
         return None
@@ -259,7 +258,7 @@ async def _memory_agent(
 
 
 async def _memory_prefix(
-    inp: RunInput, memory: RunnerMemory, own: RunnerAgent | None, fixture_memory: list[str]
+    inp: RunInput, memory: RunnerMemory, own: Agent | None, fixture_memory: list[str]
 ) -> str:
     """The remembered facts for the system prompt, read through the memories' Agents."""
     lines = [f"- {fact}" for fact in fixture_memory]
