@@ -141,3 +141,8 @@ def _check(root: Path) -> None:
     twice = sorted(c for c, n in decided.items() if n > 1)
     assert not lost_candidates, f"{len(lost_candidates)} candidates never decided (seed {SEED})"
     assert not twice, f"candidates decided twice: {twice} (seed {SEED})"
+    print(  # the campaign's figures, shown with `pytest -s`
+        f"kill campaign, seed {SEED}: {KILLS} kills, {len(journals)} sessions, "
+        f"{len(acked)} inputs acknowledged (0 lost), {len(starts)} tool calls (0 run twice), "
+        f"{len(candidates)} candidates (each decided once)"
+    )
