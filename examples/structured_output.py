@@ -37,7 +37,7 @@ async def main() -> None:
         async with OpenAIProvider(config) as provider:
             question = UserMessage(content="File a ticket: users cannot log in on the website.")
             parsed, result = await ask_structured(provider, [question], Ticket)
-        print(f"rounds: {result.rounds}, parsed ok: {parsed.ok}")
+        print(f"requests: {result.usage.requests}, parsed ok: {parsed.ok}")
         print(f"value: {parsed.value}")
         if not parsed.ok:
             print(f"error: {parsed.error}\nraw: {parsed.raw}")

@@ -100,8 +100,10 @@ async def test_server_that_ignores_stream_options(
     openai_server.push(Reply(text="fine"))
     events = await collect(provider)
     assert text_of(events) == "fine"
-    assert not any(isinstance(e, UsageReport) for e in events)
-    assert isinstance(events[-1], StreamFinished)
+    # No usage chunk: the provider estimates one (see tests/test_provider_usage.py).
+    (report,) = [e for e in events if isinstance(e, UsageReport)]
+    assert report.usage.estimated and report.usage.requests == 1
+    assert isinstance(events[-2], UsageReport) and isinstance(events[-1], StreamFinished)
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

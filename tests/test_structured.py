@@ -40,11 +40,17 @@ async def test_ask_structured_repairs_once(
         Reply(text="Porto, about 231k people"),
         Reply(text='{"city": "Porto", "population": 231000}'),
     )
-    parsed, _result = await ask_structured(
+    parsed, result = await ask_structured(
         provider, [UserMessage(content="Biggest city in the north?")], Answer
     )
     assert parsed.ok and parsed.value == Answer("Porto", 231000)
     first, second = openai_server.chat_requests()
+    # Both requests are counted, and both answers' tokens (the server reports usage).
+    assert result.usage.requests == 2 and result.rounds == 2
+    assert result.usage.completion_tokens == sum(
+        len(text) // 4 + 1
+        for text in ("Porto, about 231k people", '{"city": "Porto", "population": 231000}')
+    )
     assert first.body["response_format"]["type"] == "json_schema"
     assert "not valid" in second.body["messages"][-1]["content"]
 

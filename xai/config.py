@@ -1,10 +1,13 @@
 """Where the model lives: ``LLMConfig`` and ``EmbeddingConfig``, from code or the environment;
 and where xai keeps its data on disk (``default_home``).
 
-Environment variables: ``LLM_API_KEY``, ``LLM_BASE_URL``, ``LLM_MODEL`` and
-``EMBEDDING_API_KEY``, ``EMBEDDING_BASE_URL``, ``EMBEDDING_MODEL``; each empty
-embedding value falls back to its LLM twin. Keys are registered with the
-redaction net the moment a config holds them, and never appear in ``repr``.
+Environment variables: ``LLM_API_KEY``, ``LLM_BASE_URL``, ``LLM_MODEL``,
+``LLM_EXTRA_HEADERS``, ``LLM_STREAM`` and ``EMBEDDING_API_KEY``,
+``EMBEDDING_BASE_URL``, ``EMBEDDING_MODEL``, ``EMBEDDING_EXTRA_HEADERS``; each
+empty embedding value falls back to its LLM twin (the key and the headers only
+for the same endpoint). Keys, and header values that look like credentials, are
+registered with the redaction net the moment a config holds them, and never
+appear in ``repr``.
 ``XAI_HOME`` (else ``XDG_DATA_HOME``) says where Agents, knowledge and the runner's
 memory live.
 """
@@ -20,7 +23,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from xai._redact import register_secret
+from xai._redact import redact, register_secret
 from xai.exceptions import ConfigurationError
 
 __all__ = ["EmbeddingConfig", "LLMConfig", "default_home", "is_plain_name"]
@@ -60,6 +63,68 @@ def _env(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+# Header names whose values are credentials whatever they look like (``api-key`` for Azure
+# gateways, ``x-api-key``, cookies, signed tokens); other values are masked when they are
+# shaped like a key or a bearer token (``xai._redact``).
+_SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "password", "signature")
+
+
+def _is_secret_header(name: str, value: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_HEADER_WORDS) or redact(value) != value
+
+
+def _checked_headers(headers: object, variable: str) -> dict[str, str]:
+    if not isinstance(headers, Mapping):
+        raise ConfigurationError(
+            f"{variable} must be a JSON object of header names to strings, "
+            f"got {type(headers).__name__}",
+            variable=variable,
+        )
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigurationError(
+                f"{variable}: header names must be non-empty strings, got {name!r}",
+                variable=variable,
+            )
+        if not isinstance(value, str):
+            # The value is not shown: it may be a credential.
+            raise ConfigurationError(
+                f"{variable}: the value of header {name!r} must be a string, "
+                f"got {type(value).__name__}",
+                variable=variable,
+            )
+    return dict(headers)
+
+
+def _env_headers(env: Mapping[str, str], name: str) -> dict[str, str] | None:
+    raw = _env(env, name)
+    if raw is None:
+        return None
+    try:
+        headers = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        # The message names the variable but never echoes its text: it may hold a credential.
+        raise ConfigurationError(
+            f"{name} is not valid JSON ({exc}); expected an object such as "
+            '{"OpenAI-Organization": "org-…"}',
+            variable=name,
+        ) from None
+    return _checked_headers(headers, name)
+
+
+def _env_flag(env: Mapping[str, str], name: str) -> bool | None:
+    raw = _env(env, name)
+    if raw is None:
+        return None
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got {raw!r}", variable=name)
+
+
 class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     base_url: str | None = None
@@ -69,18 +134,40 @@ class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds to wait for the first byte and between bytes of an answer."""
     max_retries: int = 2
     """Retries of a retryable failure (429, 5xx, timeout, connection) before giving up."""
+    extra_headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """HTTP headers sent with every request, e.g. a gateway's routing, organisation,
+    project or conversation headers. They win over the client's own headers (so a
+    gateway's ``api-key`` header works too). Values that look like credentials are
+    registered with the redaction net and masked in ``repr``."""
 
     _prefix = "LLM"
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)
+        headers = _checked_headers(self.extra_headers, "extra_headers")
+        # A copy: the caller's dict changing later must not change a frozen config.
+        msgspec.structs.force_setattr(self, "extra_headers", headers)
+        for name, value in headers.items():
+            if _is_secret_header(name, value):
+                register_secret(value)
+
+    def _shown_headers(self) -> dict[str, str]:
+        return {
+            name: "***" if _is_secret_header(name, value) else value
+            for name, value in self.extra_headers.items()
+        }
 
     def __repr__(self) -> str:
-        key = "None" if self.api_key is None else "'***'"
-        return (
-            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
-            f"api_key={key}, timeout={self.timeout!r}, max_retries={self.max_retries!r})"
-        )
+        shown: list[str] = []
+        for name in self.__struct_fields__:
+            if name == "api_key":
+                shown.append(f"api_key={'None' if self.api_key is None else repr('***')}")
+            elif name == "extra_headers":
+                if self.extra_headers:
+                    shown.append(f"extra_headers={self._shown_headers()!r}")
+            else:
+                shown.append(f"{name}={getattr(self, name)!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     __str__ = __repr__
 
@@ -120,6 +207,11 @@ class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
 class LLMConfig(_EndpointConfig, frozen=True, kw_only=True):
     """The chat model endpoint (any OpenAI-compatible service)."""
 
+    stream: bool = True
+    """Stream answers (SSE). False sends ``"stream": false`` and decodes one JSON answer into
+    the same provider events, for gateways that do not stream; ``timeout`` then has to
+    cover the whole answer, which arrives in one piece."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
         """Read ``LLM_*`` from ``env`` (default ``os.environ``); keyword overrides win."""
@@ -129,6 +221,12 @@ class LLMConfig(_EndpointConfig, frozen=True, kw_only=True):
             "base_url": _env(env, "LLM_BASE_URL"),
             "model": _env(env, "LLM_MODEL"),
         }
+        headers = _env_headers(env, "LLM_EXTRA_HEADERS")
+        if headers is not None:
+            values["extra_headers"] = headers
+        stream = _env_flag(env, "LLM_STREAM")
+        if stream is not None:
+            values["stream"] = stream
         values.update(overrides)
         return cls(**values)
 
@@ -146,11 +244,15 @@ class EmbeddingConfig(_EndpointConfig, frozen=True, kw_only=True):
             for name in ("api_key", "base_url", "model")
         }
         own_url = _env(env, "EMBEDDING_BASE_URL")
-        if _env(env, "EMBEDDING_API_KEY") is None and own_url not in (
-            None,
-            _env(env, "LLM_BASE_URL"),
-        ):
+        same_endpoint = own_url in (None, _env(env, "LLM_BASE_URL"))
+        if _env(env, "EMBEDDING_API_KEY") is None and not same_endpoint:
             # Never send the LLM key to a different host.
             values["api_key"] = None
+        # The headers follow the same rule as the key: they may carry credentials.
+        headers = _env_headers(env, "EMBEDDING_EXTRA_HEADERS")
+        if headers is None and same_endpoint:
+            headers = _env_headers(env, "LLM_EXTRA_HEADERS")
+        if headers is not None:
+            values["extra_headers"] = headers
         values.update(overrides)
         return cls(**values)

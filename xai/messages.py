@@ -73,6 +73,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_tokens: int = 0
     cached_tokens: int = 0
     requests: int = 0
+    estimated: bool = False
+    """True when some of these tokens were estimated by xai, not reported by the server (an
+    endpoint that sends no usage); a sum is estimated as soon as one of its parts is."""
 
     @property
     def total_tokens(self) -> int:
@@ -85,6 +88,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             requests=self.requests + other.requests,
+            estimated=self.estimated or other.estimated,
         )
 
 

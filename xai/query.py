@@ -376,7 +376,8 @@ class _Run:
                     calls.append(event.call)
                 elif isinstance(event, UsageReport):
                     usage = event.usage
-                    self.last_prompt_tokens = usage.prompt_tokens
+                    if not usage.estimated:  # an estimate must not calibrate the Session's
+                        self.last_prompt_tokens = usage.prompt_tokens
                 elif isinstance(event, StreamFinished):
                     finish = event.reason
                 elif isinstance(event, ToolCallChunk):

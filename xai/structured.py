@@ -103,7 +103,9 @@ async def ask_structured(
 
     With ``schema_format`` the request carries a ``json_schema`` response
     format (endpoints that ignore it still get instructions in the prompt).
-    With ``repair``, a parse failure is shown to the model once.
+    With ``repair``, a parse failure is shown to the model once; the result is
+    then the repair run's, with ``usage`` and ``rounds`` counting both runs, so
+    every request sent is paid for in the figures.
     """
     schema = msgspec.json.encode(msgspec.json.schema(type_)).decode()
     instruction = UserMessage(
@@ -123,4 +125,7 @@ async def ask_structured(
         origin="system",
     )
     second = await query.run([*history, *result.messages], retry)
-    return parse(second.text, type_), second
+    both = msgspec.structs.replace(
+        second, usage=result.usage + second.usage, rounds=result.rounds + second.rounds
+    )
+    return parse(second.text, type_), both

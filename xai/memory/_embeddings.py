@@ -195,6 +195,7 @@ class OpenAIEmbedder:
             base_url=config.base_url,
             timeout=config.timeout,
             max_retries=config.max_retries,
+            default_headers=config.extra_headers or None,
         )
 
     @property

@@ -1,5 +1,6 @@
 """Model providers: the streaming protocol and the OpenAI-compatible implementation."""
 
+from xai.providers._estimate import estimate_tokens, estimate_usage
 from xai.providers._openai import (
     EMPTY_REPLY_TEXT,
     INTERRUPTED_REPLY_TEXT,
@@ -22,7 +23,7 @@ from xai.providers._protocol import (
     UsageReport,
 )
 from xai.providers._retry import RetryPolicy, parse_retry_after
-from xai.providers._wire import decode_stream, map_finish_reason
+from xai.providers._wire import decode_body, decode_completion, decode_stream, map_finish_reason
 
 __all__ = [
     "EMPTY_REPLY_TEXT",
@@ -39,8 +40,12 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallReady",
     "UsageReport",
+    "decode_body",
+    "decode_completion",
     "decode_stream",
     "error_for_status",
+    "estimate_tokens",
+    "estimate_usage",
     "map_error",
     "map_finish_reason",
     "parse_retry_after",

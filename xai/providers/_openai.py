@@ -37,9 +37,10 @@ from xai.messages import (
     ToolSpec,
     UserMessage,
 )
+from xai.providers._estimate import fill_missing_usage
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
-from xai.providers._wire import decode_stream
+from xai.providers._wire import decode_body
 
 __all__ = [
     "EMPTY_REPLY_TEXT",
@@ -195,10 +196,18 @@ class OpenAIProvider:
     """Streams Chat Completions from any OpenAI-compatible endpoint.
 
     Build it from an ``LLMConfig`` (``OpenAIProvider.from_env()`` reads
-    ``LLM_*``) or hand it a ready ``openai.AsyncOpenAI`` client. Retryable
-    failures (429, 5xx, timeouts, refused connections) are retried with
-    backoff that honours ``Retry-After``, but only before the first event of
-    an answer has been yielded.
+    ``LLM_*``) or hand it a ready ``openai.AsyncOpenAI`` client, which stays
+    yours to close (a client the provider builds is closed by ``aclose``).
+    The config's ``extra_headers`` go with every request either way.
+    Retryable failures (429, 5xx, timeouts, refused connections) are retried
+    with backoff that honours ``Retry-After``, but only before the first
+    event of an answer has been yielded.
+
+    Streamed (SSE) and whole (JSON) answers give the same events: the
+    response's content type decides how it is read, so a gateway that ignores
+    ``"stream": true`` works, and ``LLMConfig(stream=False)`` asks for whole
+    answers. An answer without usage gets an estimated ``UsageReport``
+    (``Usage.estimated``; see ``xai.providers._estimate``).
     """
 
     def __init__(
@@ -237,6 +246,11 @@ class OpenAIProvider:
     def config(self) -> LLMConfig:
         return self._config
 
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client requests go through (the one passed in, or the provider's own)."""
+        return self._client
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.close()
@@ -248,12 +262,14 @@ class OpenAIProvider:
         await self.aclose()
 
     def _params(self, request: ProviderRequest) -> dict[str, Any]:
+        streamed = self._config.stream
         params: dict[str, Any] = {
             "model": request.model or self._model,
             "messages": to_wire_messages(request.messages),
-            "stream": True,
+            "stream": streamed,
         }
-        if self._include_usage:
+        if self._include_usage and streamed:
+            # Only valid on a streamed request: a whole answer always carries its usage.
             params["stream_options"] = {"include_usage": True}
         if request.tools:
             params["tools"] = to_wire_tools(request.tools)
@@ -269,6 +285,10 @@ class OpenAIProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         params = self._params(request)
+        # Per request rather than as the client's defaults: an injected client gets them too.
+        options: openai.RequestOptions = (
+            {"headers": self._config.extra_headers} if self._config.extra_headers else {}
+        )
         attempt = 0
         while True:
             started = False
@@ -277,15 +297,23 @@ class OpenAIProvider:
                 # The SDK's generic `post` with a body we built ourselves: the SDK keeps
                 # auth, base URL and typed HTTP errors, and we skip its per-request walk
                 # over every message (`maybe_transform`), which grows with the history.
+                # `stream=True` here means "hand us the open response": SSE or JSON, the
+                # body is read by `decode_body`, which goes by the response's content type.
                 response = await self._client.post(
-                    "/chat/completions", cast_to=httpx2.Response, body=params, stream=True
+                    "/chat/completions",
+                    cast_to=httpx2.Response,
+                    body=params,
+                    options=options,
+                    stream=True,
                 )
                 try:
+                    content_type = response.headers.get("content-type")
                     async with (
                         # Close every generator in the chain explicitly: left to the garbage
                         # collector, trio warns and the connection is released late.
                         aclosing(response.aiter_bytes()) as body,
-                        aclosing(decode_stream(body)) as events,
+                        aclosing(decode_body(body, content_type)) as decoded,
+                        aclosing(fill_missing_usage(decoded, request)) as events,
                     ):
                         async for event in events:
                             started = True

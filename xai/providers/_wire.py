@@ -1,14 +1,17 @@
-"""Decoding an OpenAI Chat Completions SSE stream into provider events.
+"""Decoding an OpenAI Chat Completions answer, streamed or whole, into provider events.
 
 The SDK's own stream parser builds a pydantic model per chunk; here the SSE
 lines are split on bytes and each ``data:`` payload is decoded by msgspec
 straight into small typed structs, which is most of why a Query costs less
-CPU than a plain SDK loop (see ``bench/overhead.py``).
+CPU than a plain SDK loop (see ``bench/overhead.py``). A whole JSON answer
+(``"stream": false``, or a gateway that ignores ``stream``) is decoded by the
+same structs into the same events (``decode_body`` tells the two apart).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing
 
 import msgspec
 
@@ -26,7 +29,7 @@ from xai.providers._protocol import (
     UsageReport,
 )
 
-__all__ = ["decode_stream", "map_finish_reason"]
+__all__ = ["decode_body", "decode_completion", "decode_stream", "map_finish_reason"]
 
 
 class _Function(msgspec.Struct):
@@ -49,6 +52,9 @@ class _Delta(msgspec.Struct):
 
 class _Choice(msgspec.Struct):
     delta: _Delta | None = None
+    """A stream chunk's piece of the message."""
+    message: _Delta | None = None
+    """A whole answer's message (same fields; its tool calls carry no ``index``)."""
     finish_reason: str | None = None
 
 
@@ -188,10 +194,22 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
 
     if not finished and raw_finish is None:
         raise StreamError("the stream ended before the model finished its answer")
+    for event in _ending(ids, names, arguments, usage, raw_finish):
+        yield event
+
+
+def _ending(
+    ids: dict[int, str],
+    names: dict[int, str],
+    arguments: dict[int, list[str]],
+    usage: Usage | None,
+    raw_finish: str | None,
+) -> Iterator[ProviderEvent]:
+    """The assembled tool calls, the usage (if the server sent any) and ``StreamFinished``."""
     for index in sorted(arguments):
         name = names.get(index)
         if not name:
-            raise MalformedStreamError(f"tool call #{index} in the stream has no function name")
+            raise MalformedStreamError(f"tool call #{index} in the answer has no function name")
         yield ToolCallReady(
             ToolCall(
                 id=ids.get(index) or f"call_{new_id()}",
@@ -202,3 +220,94 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     if usage is not None:
         yield UsageReport(usage)
     yield StreamFinished(map_finish_reason(raw_finish, has_tool_calls=bool(arguments)), raw_finish)
+
+
+def decode_completion(payload: bytes) -> list[ProviderEvent]:
+    """The events of one whole JSON answer (a ``chat.completion`` object).
+
+    The same events a stream of that answer gives, as if it had come in one
+    chunk: thinking, text, one ``ToolCallChunk`` per call, then the assembled
+    calls, the usage (if the server sent any) and ``StreamFinished``. Raises
+    ``MalformedStreamError`` for a body that is not a completion and
+    ``ProviderError`` for an ``{"error": …}`` body.
+    """
+    try:
+        completion = _decode_chunk(payload)
+    except msgspec.DecodeError as exc:
+        raise MalformedStreamError(
+            redact(f"malformed JSON answer ({exc}): {payload[:200]!r}")
+        ) from None
+    if completion.error is not None:
+        raise ProviderError(redact(f"error in the answer: {completion.error.message}"))
+    if not completion.choices:
+        raise MalformedStreamError(redact(f"a JSON answer without choices: {payload[:200]!r}"))
+    choice = completion.choices[0]
+    message = choice.message or choice.delta
+    events: list[ProviderEvent] = []
+    ids: dict[int, str] = {}
+    names: dict[int, str] = {}
+    arguments: dict[int, list[str]] = {}
+    if message is not None:
+        thinking = message.reasoning_content or message.reasoning
+        if thinking:
+            events.append(ThinkingChunk(thinking))
+        if message.content:
+            events.append(TextChunk(message.content))
+        # A whole message lists its calls in order; ``index`` belongs to stream deltas.
+        for index, call in enumerate(message.tool_calls or ()):
+            fn = call.function
+            name = fn.name if fn is not None else None
+            args = (fn.arguments if fn is not None else None) or ""
+            if call.id:
+                ids[index] = call.id
+            if name:
+                names[index] = name
+            arguments[index] = [args]
+            events.append(ToolCallChunk(index, call.id, name, args))
+    usage = _usage(completion.usage) if completion.usage is not None else None
+    # A whole answer is finished by definition, whatever its finish reason says.
+    events.extend(_ending(ids, names, arguments, usage, choice.finish_reason))
+    return events
+
+
+async def _decode_whole(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
+    parts = [piece async for piece in body]
+    for event in decode_completion(b"".join(parts)):
+        yield event
+
+
+async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+    yield first
+    async for piece in rest:
+        yield piece
+
+
+def decode_body(
+    body: AsyncIterator[bytes], content_type: str | None
+) -> AsyncGenerator[ProviderEvent, None]:
+    """Provider events from an answer's body, streamed (SSE) or whole (JSON).
+
+    The ``Content-Type`` decides: ``text/event-stream`` is a stream,
+    ``application/json`` (or any ``+json``) a whole answer, which is what a
+    gateway that ignores ``"stream": true`` sends. A body labelled neither is
+    told apart by its first byte (``{`` starts a JSON answer).
+    """
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    if kind == "text/event-stream":
+        return decode_stream(body)  # the decoder itself: no extra step per chunk
+    if kind == "application/json" or kind.endswith("+json"):
+        return _decode_whole(body)
+    return _decode_sniffed(body)
+
+
+async def _decode_sniffed(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
+    first = b""
+    async for piece in body:
+        first += piece
+        if first.strip():
+            break
+    chained = _prepend(first, body)
+    whole = first.lstrip().startswith(b"{")
+    async with aclosing(_decode_whole(chained) if whole else decode_stream(chained)) as events:
+        async for event in events:
+            yield event

@@ -69,6 +69,12 @@ class _QuietInjectedDrops(logging.Filter):
         return not isinstance(exc, _InjectedDrop)
 
 
+async def _cut(payload: bytes) -> AsyncIterator[bytes]:
+    """The first half of a whole JSON answer, then a cut connection."""
+    yield payload[: len(payload) // 2]
+    raise _InjectedDrop
+
+
 def _error(
     status: int,
     message: str,
@@ -109,6 +115,7 @@ class OpenAIWireServer:
         embedding_dim: int = 64,
         send_usage: bool = True,
         validate_requests: bool = True,
+        ignore_stream: bool = False,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -116,7 +123,11 @@ class OpenAIWireServer:
         self.violations: list[InvalidRequest] = []
         """The chat requests that broke a rule (each answered with a 400)."""
         self.send_usage = send_usage
-        """False emulates servers that ignore ``stream_options.include_usage``."""
+        """False emulates servers that send no usage: they ignore
+        ``stream_options.include_usage``, and leave ``usage`` out of a whole JSON answer."""
+        self.ignore_stream = ignore_stream
+        """Quirk: answer every chat request with one whole JSON body, as gateways that ignore
+        ``"stream": true`` do (``application/json``, not an event stream)."""
         self.host = host
         self.port = port
         self.model = model
@@ -344,7 +355,7 @@ class OpenAIWireServer:
                 if await request.is_disconnected():
                     return Response(status_code=499)
         model = str(body.get("model") or self.model)
-        if body.get("stream"):
+        if body.get("stream") and not self.ignore_stream:
             options = body.get("stream_options") or {}
             include_usage = self.send_usage and bool(options.get("include_usage"))
             return StreamingResponse(
@@ -352,9 +363,16 @@ class OpenAIWireServer:
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
             )
-        return JSONResponse(self._completion(body, reply, model))
+        completion = self._completion(body, reply, model, include_usage=self.send_usage)
+        if isinstance(fault, MalformedChunk):
+            return Response(fault.payload, media_type="application/json")
+        if isinstance(fault, DropConnection):
+            return StreamingResponse(_cut(_encode(completion)), media_type="application/json")
+        return JSONResponse(completion)
 
-    def _completion(self, body: dict[str, Any], reply: Reply, model: str) -> dict[str, Any]:
+    def _completion(
+        self, body: dict[str, Any], reply: Reply, model: str, *, include_usage: bool
+    ) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.thinking:
             message[reply.reasoning_field] = reply.thinking
@@ -367,14 +385,16 @@ class OpenAIWireServer:
                 }
                 for call in reply.tool_calls
             ]
-        return {
+        completion: dict[str, Any] = {
             "id": f"chatcmpl-{new_id()}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply)}],
-            "usage": estimate_usage(body, reply),
         }
+        if include_usage:
+            completion["usage"] = estimate_usage(body, reply)
+        return completion
 
     async def _sse(
         self, body: dict[str, Any], reply: Reply, model: str, include_usage: bool

@@ -10,7 +10,7 @@ fails (see ``xai.testing.pytest_plugin``).
 
 | rule | what is checked | who enforces it |
 |---|---|---|
-| ``request_shape`` | ``model`` is a non-empty string; ``messages`` is a non-empty list of objects, each with a role among ``system``, ``developer``, ``user``, ``assistant``, ``tool``; ``content`` is a string or a list of content parts (``null`` only for an assistant message); a tool message has a string ``tool_call_id`` | OpenAI (``[] is too short - 'messages'``, ``Invalid value ... 'role'``) |
+| ``request_shape`` | ``model`` is a non-empty string; ``messages`` is a non-empty list of objects, each with a role among ``system``, ``developer``, ``user``, ``assistant``, ``tool``; ``content`` is a string or a list of content parts (``null`` only for an assistant message); a tool message has a string ``tool_call_id``; ``stream_options`` only with ``stream: true`` | OpenAI (``[] is too short - 'messages'``, ``Invalid value ... 'role'``, ``The 'stream_options' parameter is only allowed when 'stream' is enabled``) |
 | ``system_after_start`` | ``system`` / ``developer`` messages come only before every other message | Qwen chat templates under vLLM (``System message must be at the beginning``), Anthropic-compatible endpoints (one system prompt); OpenAI itself accepts them anywhere |
 | ``empty_assistant`` | an assistant message has text that is not only whitespace, or at least one tool call | Mistral (``Assistant message must have either content or tool_calls``), Anthropic-compatible endpoints (``text content blocks must contain non-whitespace text``) |
 | ``malformed_tool_call`` | each tool call has a non-empty string ``id`` unique within its message, ``type: "function"``, a non-empty ``function.name`` and a string ``function.arguments`` | OpenAI (``Missing required parameter: 'messages[i].tool_calls[j].id'`` and the like) |
@@ -169,6 +169,13 @@ def check_chat_request(body: Any) -> list[Violation]:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         out.append(Violation(rule="request_shape", message="model is not a non-empty string"))
+    if "stream_options" in body and body.get("stream") is not True:
+        out.append(
+            Violation(
+                rule="request_shape",
+                message="stream_options is only allowed on a streamed request (stream: true)",
+            )
+        )
     _check_tools(body.get("tools"), out)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
