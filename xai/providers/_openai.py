@@ -237,6 +237,11 @@ class OpenAIProvider:
     def config(self) -> LLMConfig:
         return self._config
 
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to (``server.address`` in traces)."""
+        return str(self._client.base_url)
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.close()

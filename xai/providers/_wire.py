@@ -73,6 +73,8 @@ class _StreamErrorBody(msgspec.Struct):
 
 
 class _Chunk(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _StreamErrorBody | None = None
@@ -129,6 +131,7 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     raw_finish: str | None = None
     finished = False
     usage: Usage | None = None
+    first: _Chunk | None = None  # names the model that answered and the completion
     buffer = b""
     data_lines: list[bytes] = []
 
@@ -157,6 +160,8 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
                 ) from None
             if chunk.error is not None:
                 raise ProviderError(redact(f"error inside the stream: {chunk.error.message}"))
+            if first is None:
+                first = chunk
             if chunk.usage is not None:
                 usage = _usage(chunk.usage)
             if not chunk.choices:
@@ -201,4 +206,9 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
         )
     if usage is not None:
         yield UsageReport(usage)
-    yield StreamFinished(map_finish_reason(raw_finish, has_tool_calls=bool(arguments)), raw_finish)
+    yield StreamFinished(
+        map_finish_reason(raw_finish, has_tool_calls=bool(arguments)),
+        raw_finish,
+        model=first.model if first is not None else None,
+        response_id=first.id if first is not None else None,
+    )
