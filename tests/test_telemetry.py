@@ -70,7 +70,7 @@ class Traces:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
                     if metric.name == name:
-                        points = [p for p in metric.data.data_points]
+                        points = list(metric.data.data_points)
                         assert all(isinstance(p, HistogramDataPoint) for p in points)
                         return metric.unit or "", points  # type: ignore[return-value]
         raise AssertionError(f"no metric {name}")
