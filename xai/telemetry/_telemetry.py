@@ -23,10 +23,12 @@ Metrics: ``gen_ai.client.operation.duration`` (s) and ``gen_ai.client.token.usag
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.metadata
 import os
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -134,6 +136,7 @@ class Telemetry:
 
     __slots__ = (
         "_agent",
+        "_clients",
         "_duration",
         "_token_usage",
         "_tracer",
@@ -163,6 +166,10 @@ class Telemetry:
         )
         self.capture_content = _capture_from_env() if capture_content is None else capture_content
         self._agent: dict[str, Any] = {}
+        # Provider attributes by provider (they are asked for on every request).
+        self._clients: weakref.WeakKeyDictionary[Any, dict[str, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def for_agent(self, agent_id: str, name: str) -> Telemetry:
         """The same providers, for the Sessions of one Agent: their turns are
@@ -190,13 +197,19 @@ class Telemetry:
     # -- Query: model requests and tool calls ----------------------------------------
 
     def _provider_attributes(self, client: ModelClient) -> dict[str, Any]:
-        attributes: dict[str, Any] = {
-            PROVIDER: getattr(client, "provider_name", None) or "openai",
-        }
-        server = server_of(getattr(client, "base_url", None))
-        if server is not None:
-            attributes[SERVER_ADDRESS], attributes[SERVER_PORT] = server
-        return attributes
+        """``gen_ai.provider.name``, ``server.address``, ``server.port`` (a fresh dict)."""
+        try:
+            known = self._clients.get(client)
+        except TypeError:  # not weakly referable: worked out each time
+            known = None
+        if known is None:
+            known = {PROVIDER: getattr(client, "provider_name", None) or "openai"}
+            server = server_of(getattr(client, "base_url", None))
+            if server is not None:
+                known[SERVER_ADDRESS], known[SERVER_PORT] = server
+            with contextlib.suppress(TypeError):
+                self._clients[client] = known
+        return dict(known)
 
     def chat(self, client: ModelClient, request: ChatRequest) -> ChatSpan:
         """``chat {model}``: one model request, from submit to the end of its stream."""
@@ -370,23 +383,22 @@ class ChatSpan(Operation):
         response_id: str | None = None,
     ) -> None:
         """The answer came: what the model said it did and what it cost."""
-        span = self.span
-        span.set_attribute("gen_ai.response.finish_reasons", (finish_reason,))
+        attributes: dict[str, Any] = {"gen_ai.response.finish_reasons": (finish_reason,)}
         if response_model:
-            span.set_attribute(RESPONSE_MODEL, response_model)
-            self._common[RESPONSE_MODEL] = response_model
+            attributes[RESPONSE_MODEL] = self._common[RESPONSE_MODEL] = response_model
         if response_id:
-            span.set_attribute("gen_ai.response.id", response_id)
+            attributes["gen_ai.response.id"] = response_id
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+            attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
             if usage.reasoning_tokens:
-                span.set_attribute("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens)
+                attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
             if usage.cached_tokens:
-                span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
             self._telemetry._record_tokens(usage, self._common)
         if self._telemetry.capture_content:
-            span.set_attribute("gen_ai.output.messages", output_messages(message, finish_reason))
+            attributes["gen_ai.output.messages"] = output_messages(message, finish_reason)
+        self.span.set_attributes(attributes)
 
     def _closing(self) -> None:
         attributes = self._common
