@@ -8,7 +8,7 @@ as an application would set it up: a ``TracerProvider`` with a
 ``BatchSpanProcessor`` (its exporter drops the batches, so no network is measured,
 but the processor's thread is: ``time.process_time()`` counts every thread) and a
 ``MeterProvider`` with an in-memory reader. Each exchange then makes two ``chat``
-spans, one ``execute_tool`` span and three histogram records.
+spans, one ``execute_tool`` span and six histogram records.
 
 Both variants run in the same child process, in alternating blocks of 10
 exchanges (two Queries on one provider), so a machine that gets busier or quieter
@@ -174,7 +174,7 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         print(f"server: {base_url} (a separate process; only client CPU is measured)")
         print(
             f"exchange: 2 streamed requests and 1 tool call; tracing on = {SPANS_PER_EXCHANGE} "
-            f"spans + 3 histogram records per exchange; per process {plan.warmup} warm-up + "
+            f"spans + 6 histogram records per exchange; per process {plan.warmup} warm-up + "
             f"{plan.runs} measured runs (capped at {plan.max_seconds:g}s); {repeats} rounds"
         )
         for round_ in range(repeats):

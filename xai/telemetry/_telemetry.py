@@ -167,9 +167,7 @@ class Telemetry:
         self.capture_content = _capture_from_env() if capture_content is None else capture_content
         self._agent: dict[str, Any] = {}
         # Provider attributes by provider (they are asked for on every request).
-        self._clients: weakref.WeakKeyDictionary[Any, dict[str, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
     def for_agent(self, agent_id: str, name: str) -> Telemetry:
         """The same providers, for the Sessions of one Agent: their turns are
