@@ -1,4 +1,4 @@
-"""examples/tracing.py runs offline and prints the span tree it promises."""
+"""examples/otel_tracing.py runs offline and prints the span tree it promises."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests.test_examples import run_example
 
 @pytest.mark.timeout(150)
 def test_the_tracing_example_prints_the_span_tree() -> None:
-    result = run_example("tracing.py")
+    result = run_example("otel_tracing.py")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     names = [line.split("  [")[0] for line in lines if line.strip() and "answer:" not in line]

@@ -5,7 +5,7 @@ child Session. Spans go to the SDK's in-memory exporter (your own TracerProvider
 nothing global is set); swap in an OTLP exporter to send them to a collector.
 
     pip install 'xai[otel]' opentelemetry-sdk
-    python examples/tracing.py
+    python examples/otel_tracing.py
 """
 
 from __future__ import annotations
