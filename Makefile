@@ -32,6 +32,7 @@ check: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/tracing.py
 	$(BIN)/python bench/sessions.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/locomo_recall.py $(if $(LOCOMO),--data $(LOCOMO))

@@ -57,6 +57,9 @@ LAYERS: dict[str, int] = {
     # Shared support: atomic files (logs), logging and configuration (redaction), events
     # (messages); then the leaves that import nothing from xai.
     "_files": 2,
+    # OpenTelemetry spans and metrics: every layer from Query up may hold a `Telemetry` and
+    # call it; it knows messages only, reading providers and requests by their shape.
+    "telemetry": 2,
     # Reading user-named files capped (inputs, prompts, scenarios, datasets): the facades.
     "_reading": 1,
     "config": 1,

@@ -110,6 +110,9 @@ async def test_a_gateway_that_ignores_stream_gives_the_events_a_stream_gives(
     # The request asked for a stream and got JSON back.
     first, second = openai_server.chat_requests()
     assert first.body["stream"] is True and second.body["stream"] is True
+    # Both name the model that answered and the completion (response model and id in traces).
+    ends = [e for e in whole if isinstance(e, StreamFinished)]
+    assert ends and ends[0].model and ends[0].response_id
     # Tool-call pieces still come, one whole piece per call, for UIs that show them.
     chunks = [e for e in whole if isinstance(e, ToolCallChunk)]
     assert [(c.index, c.id, c.name) for c in chunks] == [

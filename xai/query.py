@@ -15,7 +15,7 @@ the tool set (``ToolSet(context=...)``), never through this API.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, assert_never
+from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import anyio
 import msgspec
@@ -55,6 +55,9 @@ from xai.providers import (
     UsageReport,
 )
 from xai.tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = [
     "CancelToken",
@@ -140,9 +143,13 @@ class CancelToken:
 
 
 class Query:
-    """Runs requests against ``provider`` with ``tools`` under ``config``. Reusable and stateless."""
+    """Runs requests against ``provider`` with ``tools`` under ``config``. Reusable and stateless.
 
-    __slots__ = ("config", "provider", "tools")
+    ``telemetry``: trace each model request (``chat {model}``) and tool call
+    (``execute_tool {name}``) under whatever span is current (see docs/telemetry.md).
+    """
+
+    __slots__ = ("config", "provider", "telemetry", "tools")
 
     def __init__(
         self,
@@ -150,10 +157,12 @@ class Query:
         *,
         tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
         config: QueryConfig | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolSet) else ToolSet(tools or ())
         self.config = config if config is not None else QueryConfig()
+        self.telemetry = telemetry
 
     async def run(
         self,
@@ -188,6 +197,7 @@ class _Run:
     __slots__ = (
         "announced",
         "channel",
+        "finished",
         "history",
         "last_prompt_tokens",
         "observed",
@@ -196,6 +206,7 @@ class _Run:
         "query",
         "query_id",
         "round",
+        "round_usage",
         "streaming",
         "text",
         "thinking",
@@ -222,6 +233,9 @@ class _Run:
         self.text: list[str] = []
         self.thinking: list[str] = []
         self.last_prompt_tokens = 0
+        # How the last round ended and what it cost (for its trace span).
+        self.finished: StreamFinished | None = None
+        self.round_usage: Usage | None = None
         # Ids of produced messages whose MessageCommitted reached the observers / the
         # channel: a cancel can interrupt the channel's send, and salvage sends it again.
         self.observed: set[str] = set()
@@ -335,7 +349,7 @@ class _Run:
                 response_format=config.response_format,
             )
             try:
-                message, finish = await self.stream_round(request)
+                message, finish = await self.model_round(request)
             except ProviderError as exc:
                 _log.warning("query.provider_failed", error=type(exc).__name__, round=self.round)
                 await self.salvage()
@@ -352,6 +366,23 @@ class _Run:
                     await self.commit(_synthetic(call, ROUND_LIMIT_TOOL_TEXT))
                 return StopReason.MAX_ROUNDS, None
             await self.run_tools(message.tool_calls)
+
+    async def model_round(self, request: ProviderRequest) -> tuple[AssistantMessage, FinishReason]:
+        """One model request; in a ``chat`` span when the Query has telemetry."""
+        telemetry = self.query.telemetry
+        if telemetry is None:
+            return await self.stream_round(request)
+        with telemetry.chat(self.query.provider, request) as span:
+            message, finish = await self.stream_round(request)
+            end = self.finished
+            span.finish(
+                message,
+                finish,
+                self.round_usage,
+                response_model=end.model if end is not None else None,
+                response_id=end.response_id if end is not None else None,
+            )
+        return message, finish
 
     async def stream_round(self, request: ProviderRequest) -> tuple[AssistantMessage, FinishReason]:
         self.streaming = True
@@ -380,6 +411,7 @@ class _Run:
                         self.last_prompt_tokens = usage.prompt_tokens
                 elif isinstance(event, StreamFinished):
                     finish = event.reason
+                    self.finished = event
                 elif isinstance(event, ToolCallChunk):
                     pass  # the provider assembles calls: ToolCallReady carries each whole
                 else:
@@ -391,6 +423,7 @@ class _Run:
                 with anyio.move_on_after(5, shield=True):
                     await aclose()
             self.usage = self.usage + (usage if usage is not None else Usage(requests=1))
+            self.round_usage = usage
         if finish is None:
             raise StreamError("the provider's stream ended without finishing")
         self.streaming = False
@@ -412,9 +445,16 @@ class _Run:
     async def run_tool(self, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
         async with limiter:
             await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
-            result = await self.query.tools.call(
-                call, default_timeout=self.query.config.tool_timeout
-            )
+            tools, timeout = self.query.tools, self.query.config.tool_timeout
+            telemetry = self.query.telemetry
+            if telemetry is None:
+                result = await tools.call(call, default_timeout=timeout)
+            else:
+                found = tools.get(call.name)
+                description = found.spec.description if found is not None else None
+                with telemetry.tool(call, description) as span:
+                    result = await tools.call(call, default_timeout=timeout)
+                    span.finish(result)
         message = ToolMessage(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -443,9 +483,10 @@ async def run_query(
     tools: ToolSet | Iterable[Tool | Callable[..., Any]] | None = None,
     config: QueryConfig | None = None,
     observers: Sequence[Observer] = (),
+    telemetry: Telemetry | None = None,
 ) -> QueryResult:
     """Run one Query from a list of messages (or a single user prompt) — for scripts and batches."""
-    query = Query(provider, tools=tools, config=config)
+    query = Query(provider, tools=tools, config=config, telemetry=telemetry)
     if isinstance(messages, str):
         return await query.run((), messages, observers=observers)
     return await query.run(messages, observers=observers)

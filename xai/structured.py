@@ -11,13 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
 from xai.messages import Message, QueryResult, SystemMessage, UserMessage
 from xai.providers import Provider
 from xai.query import Query, QueryConfig
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = ["Parsed", "ask_json", "ask_structured", "json_object_text", "parse", "response_format"]
 
@@ -63,7 +66,12 @@ def json_object_text(text: str) -> str | None:
 
 
 async def ask_json(
-    provider: Provider, instructions: str, content: str, *, max_tokens: int
+    provider: Provider,
+    instructions: str,
+    content: str,
+    *,
+    max_tokens: int,
+    telemetry: Telemetry | None = None,
 ) -> QueryResult:
     """One deterministic round asking for a JSON object (the Session's and the Agent's own
     requests: memory extraction, judging)."""
@@ -75,6 +83,7 @@ async def ask_json(
             temperature=0.0,
             response_format={"type": "json_object"},
         ),
+        telemetry=telemetry,
     )
     return await query.run(
         [SystemMessage(content=instructions)], UserMessage(content=content, origin="system")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 import anyio.abc
@@ -64,6 +64,9 @@ from xai.session import (
     SystemPrompt,
 )
 from xai.tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = ["Agent", "AgentConfig"]
 
@@ -133,6 +136,9 @@ class Agent:
     ``embedder`` and ``judge`` are the caller's: the Agent never closes what it
     was given (an ``AgentHost`` shares one embedder among its Agents), only the
     embedder it made itself when none was given.
+
+    ``telemetry`` traces every turn of its Sessions as ``invoke_agent {persona name}``,
+    their requests and tool calls, adjudication and wake-ups (docs/telemetry.md).
     """
 
     def __init__(
@@ -147,8 +153,10 @@ class Agent:
         persona: Persona | None = None,
         config: AgentConfig | None = None,
         clock: Clock | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser()
+        self.telemetry = telemetry
         self.provider = provider
         self.config = config if config is not None else AgentConfig()
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -417,6 +425,7 @@ class Agent:
             directory=self.directory / "sessions" / session_id,
             session_id=session_id,
             child_factory=self._spawn_child,
+            telemetry=self._session_telemetry(),
         )
         await self._start(session, SessionOpened(purpose=purpose, origin=origin))
         return session
@@ -437,6 +446,12 @@ class Agent:
             raise SessionClosedError(f"session {session.id} has already run: adopt it before")
         await self._start(session, SessionOpened(purpose=purpose, origin=origin, resumed=resumed))
 
+    def _session_telemetry(self) -> Telemetry | None:
+        """The Agent's telemetry, naming it: its Sessions' turns are ``invoke_agent`` spans."""
+        if self.telemetry is None:
+            return None
+        return self.telemetry.for_agent(self.id, self._persona.name)
+
     def _check_open(self) -> None:
         if self._group is None or (self._stopping is not None and self._stopping.is_set()):
             raise SessionClosedError(f"agent {self.id} is not running (or is closing)")
@@ -455,6 +470,7 @@ class Agent:
             parent_id=parent.id,
             depth=parent.depth + 1,
             child_factory=self._spawn_child,
+            telemetry=self._session_telemetry(),
         )
         await self._start(child, SessionOpened(purpose=task, origin="agent", parent_id=parent.id))
         return child
@@ -560,6 +576,7 @@ class Agent:
             child_factory=self._spawn_child,
             depth=header.depth,
             state=state,
+            telemetry=self._session_telemetry(),
         )
         await self._start(session, SessionOpened(parent_id=header.parent_id, resumed=True))
         retire: CloseReason | None = state.closing
@@ -587,7 +604,7 @@ class Agent:
             if not self.memory.decided(c.id)
         )
         if todo:
-            decisions = await self.memory.adjudicate(todo, session_id=session_id)
+            decisions = await self._decide(todo, session_id)
             self._announce(session_id, decisions)
 
     async def _quarantine(self, item: Damaged) -> None:
@@ -617,6 +634,19 @@ class Agent:
         """Evidence must be user-origin input of that Session (when its history still has it)."""
         return _grounded_in(session.history if session is not None else (), candidate)
 
+    async def _decide(
+        self, candidates: tuple[MemoryCandidate, ...], session_id: str
+    ) -> list[Decision]:
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self.memory.adjudicate(candidates, session_id=session_id)
+        with telemetry.for_agent(self.id, self._persona.name).adjudication(
+            session_id, len(candidates)
+        ) as span:
+            decisions = await self.memory.adjudicate(candidates, session_id=session_id)
+            span.decisions(d.kind for d in decisions)
+        return decisions
+
     async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[_Job]) -> None:
         try:
             async for job in jobs:
@@ -627,7 +657,7 @@ class Agent:
                         else msgspec.structs.replace(c, evidence=())
                         for c in job.candidates
                     )
-                    decisions = await self.memory.adjudicate(candidates, session_id=job.session_id)
+                    decisions = await self._decide(candidates, job.session_id)
                     if job.session is not None:
                         # Also after the Session closed: a late acknowledgement completes
                         # a close whose hook could not wait for it.

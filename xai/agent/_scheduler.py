@@ -33,6 +33,7 @@ from xai.memory import LongTermMemory
 
 if TYPE_CHECKING:
     from xai.agent._agent import Agent
+    from xai.session import Session
 
 __all__ = ["Builder", "Scheduler"]
 
@@ -325,14 +326,15 @@ class Scheduler:
 
     async def _run_once(self, wakeup: Wakeup, why: str, payload: Any) -> None:
         try:
-            text = await self._first_input(wakeup, payload)
-            if text is None:
+            telemetry = self._agent._session_telemetry()
+            if telemetry is None:
+                session = await self._fire(wakeup, why, payload)
+            else:
+                with telemetry.wakeup(wakeup.id, why) as span:
+                    session = await self._fire(wakeup, why, payload)
+                    span.set("xai.wakeup.fired", session is not None)
+            if session is None:
                 return
-            agent = self._agent
-            session = await agent.open_session(wakeup.purpose or text, origin="agent")
-            agent._publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
-            handle = session.send(text, origin="agent")
-            await handle.result()
             if wakeup.close_after:
                 await session.close()
             else:
@@ -350,6 +352,17 @@ class Scheduler:
                     self._states[wakeup.id], "queued behind the previous run", queued.pop(0)
                 )
                 self._save()
+
+    async def _fire(self, wakeup: Wakeup, why: str, payload: Any) -> Session | None:
+        """Open the wake-up's Session and run its first turn (``None``: nothing to say)."""
+        text = await self._first_input(wakeup, payload)
+        if text is None:
+            return None
+        agent = self._agent
+        session = await agent.open_session(wakeup.purpose or text, origin="agent")
+        agent._publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
+        await session.send(text, origin="agent").result()
+        return session
 
     async def _first_input(self, wakeup: Wakeup, payload: Any) -> str | None:
         if wakeup.text is not None:

@@ -251,6 +251,11 @@ class OpenAIProvider:
         """The SDK client requests go through (the one passed in, or the provider's own)."""
         return self._client
 
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to (``server.address`` in traces)."""
+        return str(self._client.base_url)
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.close()

@@ -79,6 +79,10 @@ class StreamFinished(_ProviderEvent, frozen=True, tag="finished"):
 
     reason: FinishReason
     raw_reason: str | None = None
+    model: str | None = None
+    """The model that answered, as the server named it (if it did)."""
+    response_id: str | None = None
+    """The server's id of the completion (if it sent one)."""
 
 
 ProviderEvent: TypeAlias = (

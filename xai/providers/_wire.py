@@ -79,6 +79,8 @@ class _StreamErrorBody(msgspec.Struct):
 
 
 class _Chunk(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _StreamErrorBody | None = None
@@ -135,6 +137,7 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     raw_finish: str | None = None
     finished = False
     usage: Usage | None = None
+    first: _Chunk | None = None  # names the model that answered and the completion
     buffer = b""
     data_lines: list[bytes] = []
 
@@ -163,6 +166,8 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
                 ) from None
             if chunk.error is not None:
                 raise ProviderError(redact(f"error inside the stream: {chunk.error.message}"))
+            if first is None:
+                first = chunk
             if chunk.usage is not None:
                 usage = _usage(chunk.usage)
             if not chunk.choices:
@@ -194,7 +199,8 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
 
     if not finished and raw_finish is None:
         raise StreamError("the stream ended before the model finished its answer")
-    for event in _ending(ids, names, arguments, usage, raw_finish):
+    model, response_id = (first.model, first.id) if first is not None else (None, None)
+    for event in _ending(ids, names, arguments, usage, raw_finish, model, response_id):
         yield event
 
 
@@ -204,8 +210,11 @@ def _ending(
     arguments: dict[int, list[str]],
     usage: Usage | None,
     raw_finish: str | None,
+    model: str | None,
+    response_id: str | None,
 ) -> Iterator[ProviderEvent]:
-    """The assembled tool calls, the usage (if the server sent any) and ``StreamFinished``."""
+    """The assembled tool calls, the usage (if the server sent any) and ``StreamFinished``
+    (naming the model that answered and the completion's id, when the server said)."""
     for index in sorted(arguments):
         name = names.get(index)
         if not name:
@@ -219,7 +228,12 @@ def _ending(
         )
     if usage is not None:
         yield UsageReport(usage)
-    yield StreamFinished(map_finish_reason(raw_finish, has_tool_calls=bool(arguments)), raw_finish)
+    yield StreamFinished(
+        map_finish_reason(raw_finish, has_tool_calls=bool(arguments)),
+        raw_finish,
+        model=model,
+        response_id=response_id,
+    )
 
 
 def decode_completion(payload: bytes) -> list[ProviderEvent]:
@@ -266,7 +280,9 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
             events.append(ToolCallChunk(index, call.id, name, args))
     usage = _usage(completion.usage) if completion.usage is not None else None
     # A whole answer is finished by definition, whatever its finish reason says.
-    events.extend(_ending(ids, names, arguments, usage, choice.finish_reason))
+    events.extend(
+        _ending(ids, names, arguments, usage, choice.finish_reason, completion.model, completion.id)
+    )
     return events
 
 

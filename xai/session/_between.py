@@ -5,7 +5,7 @@ These work on the Session's own state and run in its own task (rule 6).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xai.events import (
     CandidatesProposed,
@@ -30,6 +30,16 @@ _log = get_logger(__name__)
 
 async def compact(self: Session, reason: CompactionReason) -> bool:
     """Summarise the older history. Returns False when there was nothing to compact."""
+    telemetry = self._telemetry
+    if telemetry is None:
+        return await _compact(self, reason)
+    with telemetry.compaction(self.id, reason) as span:
+        compacted = await _compact(self, reason)
+        span.set("xai.compaction.compacted", compacted)
+    return compacted
+
+
+async def _compact(self: Session, reason: CompactionReason) -> bool:
     config = self.config
     cut = split_point(self._history, config.keep_recent_tokens, self._calibration)
     if cut == 0:
@@ -46,6 +56,7 @@ async def compact(self: Session, reason: CompactionReason) -> bool:
             input_tokens=config.summariser_input_tokens,
             calibration=self._calibration,
             on_usage=lambda usage: self._spend(usage, "compaction"),
+            telemetry=self._telemetry,
         )
     except Exception as exc:
         _log.warning("session.summary_failed", error=str(exc))
@@ -72,7 +83,21 @@ async def compact(self: Session, reason: CompactionReason) -> bool:
     return True
 
 
-async def extract(self: Session, turn: int, messages: list[Message]) -> None:
+async def extract(
+    self: Session, turn: int, messages: list[Message], trace_context: Any = None
+) -> None:
+    """Propose memory candidates from one turn's messages (in its own span, with telemetry:
+    a sibling of the turn's, under ``trace_context``)."""
+    telemetry = self._telemetry
+    if telemetry is None:
+        return await _extract(self, turn, messages)
+    with telemetry.extraction(self.id, turn, trace_context) as span:
+        before = len(self._candidates)
+        await _extract(self, turn, messages)
+        span.set("xai.extraction.candidates", len(self._candidates) - before)
+
+
+async def _extract(self: Session, turn: int, messages: list[Message]) -> None:
     try:
         candidates = await extract_candidates(
             self._provider,
@@ -81,6 +106,7 @@ async def extract(self: Session, turn: int, messages: list[Message]) -> None:
             turn=turn,
             max_tokens=self.config.extraction_max_tokens,
             on_usage=lambda usage: self._spend(usage, "extraction"),
+            telemetry=self._telemetry,
         )
     except Exception as exc:
         _log.warning("session.extraction_failed", turn=turn, error=str(exc))

@@ -10,7 +10,7 @@ prompt and the most recent messages stay; a tool call never loses its result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from xai.exceptions import RunError
 from xai.messages import (
@@ -24,6 +24,9 @@ from xai.messages import (
 )
 from xai.providers import Provider
 from xai.query import Query, QueryConfig
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = [
     "COMPACTION_MARKER",
@@ -154,6 +157,7 @@ async def summarise(
     input_tokens: int,
     calibration: Calibration,
     on_usage: Callable[[Usage], object] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> str:
     """The model's summary of ``messages``; raises ``RunError`` if it cannot give one."""
     max_chars = int(input_tokens * calibration.chars_per_token)
@@ -161,6 +165,7 @@ async def summarise(
     query = Query(
         provider,
         config=QueryConfig(max_rounds=1, max_tokens=max_tokens, temperature=0.0),
+        telemetry=telemetry,
     )
     result = await query.run(
         [SystemMessage(content=SUMMARISER_PROMPT)],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import assert_never, get_args
+from typing import TYPE_CHECKING, assert_never, get_args
 
 import msgspec
 
@@ -29,6 +29,9 @@ from xai.messages import (
 )
 from xai.providers import Provider
 from xai.structured import ask_json, json_object_text
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = ["EXTRACTION_MARKER", "extract_candidates", "parse_candidates"]
 
@@ -120,6 +123,7 @@ async def extract_candidates(
     turn: int,
     max_tokens: int,
     on_usage: Callable[[Usage], object] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> list[MemoryCandidate]:
     """Candidates from ``messages`` (one turn). No user-origin message: no request at all."""
     user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
@@ -130,6 +134,7 @@ async def extract_candidates(
         EXTRACTOR_PROMPT,
         f"{EXTRACTION_MARKER}\n{_render(messages)}",
         max_tokens=max_tokens,
+        telemetry=telemetry,
     )
     if on_usage is not None:
         on_usage(result.usage)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -18,8 +18,6 @@ import anyio.abc
 from xai import _actor
 from xai.events import (
     CompactionReason,
-    MessageCommitted,
-    QueryEvent,
     SessionClosed,
     SessionEvent,
     SessionFailed,
@@ -74,6 +72,7 @@ from xai.session._observers import (
 )
 from xai.session._prompt import SystemPrompt
 from xai.session._recorder import Recorder
+from xai.session._sink import Sink
 from xai.session._types import (
     ChildFactory,
     FinalizingContext,
@@ -84,6 +83,9 @@ from xai.session._types import (
     run_hooks,
 )
 from xai.tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from xai.telemetry import Telemetry
 
 __all__ = [
     "ChildFactory",
@@ -109,37 +111,6 @@ _STATUS = {
 }
 
 
-class _Sink:
-    """Where the running Query sends its events: journal first, then the observers.
-
-    A Query sends a ``MessageCommitted`` again when a cancel interrupted its first
-    delivery, so each message is journaled and published once, by id.
-    """
-
-    __slots__ = ("journaled", "published", "session", "turn")
-
-    def __init__(self, session: Session, turn: int) -> None:
-        self.session = session
-        self.turn = turn
-        self.journaled: set[str] = set()
-        self.published: set[str] = set()
-
-    async def send(self, event: QueryEvent, /) -> None:
-        session = self.session
-        if type(event) is MessageCommitted:
-            message = event.message
-            if message.id in self.published:
-                return
-            if message.id not in self.journaled:
-                session._recorder.write(MessageRecord(turn=self.turn, message=message))
-                self.journaled.add(message.id)
-                session._append(message)
-                session._turn_messages.append(message)
-                await session._recorder.sync_commit()
-            self.published.add(message.id)
-        session._hub.publish(event)
-
-
 class Session:
     """A conversation actor. Use ``async with Session(...) as session`` or run it in your
     own task group with ``await task_group.start(session.run)``.
@@ -147,7 +118,8 @@ class Session:
     ``send`` queues an input (or interrupts the running turn) and returns a
     handle for the outcome. Observe with ``events()`` (async iteration),
     ``subscribe()`` or ``on(callback)``. ``directory`` makes it durable: a
-    journal there lets ``Session.reopen`` continue after a crash.
+    journal there lets ``Session.reopen`` continue after a crash. ``telemetry`` traces
+    its turns, requests and tool calls (docs/telemetry.md); its children get it too.
     """
 
     def __init__(
@@ -163,6 +135,7 @@ class Session:
         depth: int = 0,
         tool_deps: Any = None,
         child_factory: ChildFactory | None = None,
+        telemetry: Telemetry | None = None,
         _state: JournalState | None = None,
     ) -> None:
         self.config = config if config is not None else SessionConfig()
@@ -184,7 +157,10 @@ class Session:
             tool_deps = self._base_tools.context
         extra = [delegate_tool] if self.config.delegation else []
         self._tools = self._base_tools.derive(context=SessionContext(self, tool_deps), extra=extra)
-        self._query = Query(provider, tools=self._tools, config=self.config.query)
+        self._telemetry = telemetry
+        self._query = Query(
+            provider, tools=self._tools, config=self.config.query, telemetry=telemetry
+        )
         session_id = self.id
         self._hub: Hub[SessionEvent] = Hub(lambda seq, body: SessionEvent(session_id, seq, body))
         self._inbox = Inbox()
@@ -238,6 +214,7 @@ class Session:
         child_factory: ChildFactory | None = None,
         depth: int = 0,
         state: JournalState | None = None,
+        telemetry: Telemetry | None = None,
     ) -> Session:
         """Rebuild a Session from its journal (history, summary, usage, candidates, inputs).
 
@@ -269,6 +246,7 @@ class Session:
             tool_deps=tool_deps,
             child_factory=child_factory,
             depth=depth or state.header.depth,
+            telemetry=telemetry,
             _state=state,
         )
 
@@ -417,6 +395,8 @@ class Session:
         # Accepted means on disk (opened early if the Session does not run yet).
         first = policy == "interrupt"
         handle = self._inbox.accept(message, first=first, journal=self._recorder.open())
+        if self._telemetry is not None:
+            handle._trace = self._telemetry.capture()
         if first:
             self.cancel()
         self._wake_up()
@@ -426,6 +406,8 @@ class Session:
         """Run the model on the history as it is (after a reopen): no new input."""
         self._check_accepting()
         handle = self._inbox.continuation()
+        if self._telemetry is not None:
+            handle._trace = self._telemetry.capture()
         self._wake_up()
         return handle
 
@@ -553,8 +535,25 @@ class Session:
                 await self._wake.wait()
             handle, message = self._inbox.pop()
             self._current = handle
-            await self._turn(handle, message)
+            telemetry = self._telemetry
+            if telemetry is None:
+                turn = await self._turn(handle, message)
+            else:
+                origin = message.origin if message is not None else None
+                with telemetry.turn(
+                    self._provider,
+                    session_id=self.id,
+                    parent_id=self.parent_id,
+                    depth=self.depth,
+                    origin=origin,
+                    context=handle._trace,
+                ) as span:
+                    turn = await self._turn(handle, message)
+                    span.outcome(handle.outcome)
             self._current = None
+            if turn is not None and self.config.extract_memory and not self._closing:
+                # What this turn added (compaction may have shortened the history meanwhile).
+                await extract(self, turn, self._turn_messages, handle._trace)
 
     def _header(self) -> HeaderRecord:
         return HeaderRecord(
@@ -591,7 +590,8 @@ class Session:
         elif missing:
             await self._recorder.sync()
 
-    async def _turn(self, handle: TurnHandle, message: UserMessage | None) -> None:
+    async def _turn(self, handle: TurnHandle, message: UserMessage | None) -> int | None:
+        """Run one turn; its number if it ran (``None``: the turn budget refused it)."""
         limit = self.config.max_turns
         if limit is not None and self._turns >= limit:
             outcome = TurnOutcome(
@@ -606,7 +606,7 @@ class Session:
             await self._recorder.commit(TurnEndRecord(outcome=outcome))  # it consumes the input
             self._hub.publish(TurnDone(outcome=outcome))
             handle._resolve(outcome)
-            return
+            return None
         self._turns += 1
         turn = self._turns
         self._turn_messages = [message] if message is not None else []
@@ -626,7 +626,7 @@ class Session:
             and result.error is not None
             and result.error.type == "ContextTooLongError"
         )
-        if too_long and await self._compact("context_too_long"):
+        if too_long and await compact(self, "context_too_long"):
             result = await self._run_query(turn)
             usage = usage + result.usage
         usage = usage + self._child_usage
@@ -643,9 +643,7 @@ class Session:
         await self._recorder.sync_turn()
         self._hub.publish(TurnDone(outcome=outcome))
         handle._resolve(outcome)
-        if self.config.extract_memory and not self._closing:
-            # What this turn added (compaction may have shortened the history meanwhile).
-            await self._extract(turn, self._turn_messages)
+        return turn
 
     async def _run_query(self, turn: int) -> QueryResult:
         system = self.system_message()
@@ -655,7 +653,7 @@ class Session:
         if self._closing:
             token.cancel()
         try:
-            result = await self._query.run(messages, channel=_Sink(self, turn), cancel=token)
+            result = await self._query.run(messages, channel=Sink(self, turn), cancel=token)
         finally:
             self._cancel = None
         if result.last_prompt_tokens:
@@ -677,13 +675,7 @@ class Session:
         if not self.config.compaction:
             return
         if self.estimated_tokens() > self.config.context_window * self.config.compact_at:
-            await self._compact(reason)
-
-    async def _compact(self, reason: CompactionReason) -> bool:
-        return await compact(self, reason)
-
-    async def _extract(self, turn: int, messages: list[Message]) -> None:
-        await extract(self, turn, messages)
+            await compact(self, reason)
 
     # -- children ------------------------------------------------------------------------------
 
@@ -712,6 +704,7 @@ class Session:
             parent_id=self.id,
             depth=self.depth + 1,
             tool_deps=self._tools.context.deps if self._tools.context else None,
+            telemetry=self._telemetry,
         )
         await self._task_group.start(child.run)
         return child, True

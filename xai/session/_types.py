@@ -114,13 +114,15 @@ ChildFactory: TypeAlias = Callable[["Session", str], Awaitable["Session"]]
 class TurnHandle:
     """What ``send`` gives back: await it (or ``result()``) for the turn's outcome."""
 
-    __slots__ = ("_done", "_outcome", "input")
+    __slots__ = ("_done", "_outcome", "_trace", "input")
 
     def __init__(self, message: UserMessage | None) -> None:
         self.input = message
         """The input this turn answers (``None`` for ``continue_turn``)."""
         self._done = anyio.Event()
         self._outcome: TurnOutcome | None = None
+        self._trace: Any = None
+        """The tracing context where the input was sent (with telemetry): the turn's parent."""
 
     @property
     def done(self) -> bool:

@@ -155,4 +155,5 @@ class ScriptedProvider:
             )
         )
         raw = finish_reason(reply)
-        yield StreamFinished(map_finish_reason(raw, has_tool_calls=bool(calls)), raw)
+        finish = map_finish_reason(raw, has_tool_calls=bool(calls))
+        yield StreamFinished(finish, raw, model=body["model"])

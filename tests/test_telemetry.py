@@ -1,0 +1,482 @@
+"""OpenTelemetry spans and metrics, read back with the SDK's in-memory exporter and reader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from tests.session_helpers import extraction_responder, is_side_request, last_content
+from xai._redact import register_secret
+from xai.agent import Agent, AgentConfig, Persona
+from xai.exceptions import ToolError
+from xai.memory import JUDGE_MARKER
+from xai.messages import TurnStatus
+from xai.providers import OpenAIProvider
+from xai.query import CancelToken, Query, QueryConfig
+from xai.session import HELPER_INSTRUCTIONS, Session, SessionConfig
+from xai.telemetry import Telemetry
+from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedCall, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+class Traces:
+    """A tracer and a meter provider of the SDK, kept in memory."""
+
+    def __init__(self, *, capture_content: bool = False) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.telemetry = Telemetry(
+            tracer_provider=self.tracer_provider,
+            meter_provider=self.meter_provider,
+            capture_content=capture_content,
+        )
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name == name]
+
+    def one(self, name: str) -> ReadableSpan:
+        (span,) = self.named(name)
+        return span
+
+    def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
+        assert parent.context is not None
+        return sorted(
+            (s for s in self.spans() if s.parent and s.parent.span_id == parent.context.span_id),
+            key=lambda s: s.start_time or 0,
+        )
+
+    def histogram(self, name: str) -> tuple[str, list[HistogramDataPoint]]:
+        data = self.reader.get_metrics_data()
+        assert data is not None
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == name:
+                        points = list(metric.data.data_points)
+                        assert all(isinstance(p, HistogramDataPoint) for p in points)
+                        return metric.unit or "", points  # type: ignore[return-value]
+        raise AssertionError(f"no metric {name}")
+
+    def close(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+@pytest.fixture
+def traces() -> Iterator[Traces]:
+    t = Traces()
+    yield t
+    t.close()
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def tree(traces: Traces, root: ReadableSpan, depth: int = 0) -> list[str]:
+    """The span names under ``root``, indented, children in start order (for failure messages
+    and for the shape checks)."""
+    lines = ["  " * depth + root.name]
+    for child in traces.children(root):
+        lines.extend(tree(traces, child, depth + 1))
+    return lines
+
+
+# -- the Query: chat and execute_tool spans ---------------------------------------------------
+
+
+async def test_a_query_traces_each_round_and_each_tool_call(traces: Traces) -> None:
+    async def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    provider = ScriptedProvider(
+        [
+            Reply(tool_calls=(ScriptedCall(name="weather", arguments={"city": "Oslo"}, id="c1"),)),
+            Reply(text="It is sunny."),
+        ],
+        model="model-x",
+    )
+    query = Query(provider, tools=[weather], telemetry=traces.telemetry)
+    result = await query.run((), "weather in Oslo?")
+    assert result.text == "It is sunny."
+
+    first, second = traces.named("chat model-x")
+    tool = traces.one("execute_tool weather")
+    assert first.kind is SpanKind.CLIENT and tool.kind is SpanKind.INTERNAL
+    assert first.parent is None  # no span was current: the rounds are roots
+    a = attrs(first)
+    assert a["gen_ai.operation.name"] == "chat"
+    assert a["gen_ai.provider.name"] == "openai"
+    assert a["gen_ai.request.model"] == a["gen_ai.response.model"] == "model-x"
+    assert a["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert a["gen_ai.usage.input_tokens"] > 0 and a["gen_ai.usage.output_tokens"] > 0
+    assert attrs(second)["gen_ai.response.finish_reasons"] == ("stop",)
+    t = attrs(tool)
+    assert t["gen_ai.operation.name"] == "execute_tool"
+    assert t["gen_ai.tool.name"] == "weather"
+    assert t["gen_ai.tool.call.id"] == "c1"
+    assert t["gen_ai.tool.description"] == "The weather in a city."
+    assert t["xai.tool.success"] is True
+    assert "error.type" not in t
+    # The tool ran after the first round ended and before the second began.
+    assert first.end_time and tool.start_time and tool.end_time and second.start_time
+    assert first.end_time <= tool.start_time <= tool.end_time <= second.start_time
+    # Off by default: no contents.
+    assert not any(k.startswith(("gen_ai.input", "gen_ai.output.m")) for k in a)
+    assert "gen_ai.tool.call.arguments" not in t
+
+
+async def test_failed_tool_calls_say_why_in_error_type(traces: Traces) -> None:
+    async def broken() -> str:
+        raise ValueError("no luck")
+
+    async def refuses() -> str:
+        raise ToolError("not today")
+
+    async def slow() -> str:
+        await anyio.sleep_forever()
+        return "never"
+
+    calls = (
+        ScriptedCall(name="broken", id="a"),
+        ScriptedCall(name="refuses", id="b"),
+        ScriptedCall(name="missing", id="c"),
+        ScriptedCall(name="broken", arguments="{not json", id="d"),
+        ScriptedCall(name="slow", id="e"),
+    )
+    provider = ScriptedProvider([Reply(tool_calls=calls), Reply(text="ok")])
+    config = QueryConfig(tool_timeout=0.01)
+    query = Query(
+        provider, tools=[broken, refuses, slow], config=config, telemetry=traces.telemetry
+    )
+    await query.run((), "go")
+    by_id = {
+        attrs(s)["gen_ai.tool.call.id"]: s
+        for s in traces.spans()
+        if s.name.startswith("execute_tool")
+    }
+    kinds = {i: attrs(s)["error.type"] for i, s in by_id.items()}
+    assert kinds == {
+        "a": "ValueError",
+        "b": "tool_error",
+        "c": "unknown_tool",
+        "d": "invalid_arguments",
+        "e": "timeout",
+    }
+    for span in by_id.values():
+        assert span.status.status_code is StatusCode.ERROR
+        assert attrs(span)["xai.tool.success"] is False
+
+
+async def test_a_provider_error_marks_the_round_and_its_duration(traces: Traces) -> None:
+    provider = ScriptedProvider([Reply(fault=HttpError(status=400, message="bad"))])
+    result = await Query(provider, telemetry=traces.telemetry).run((), "hi")
+    assert result.error is not None
+    span = traces.one("chat scripted")
+    assert attrs(span)["error.type"] == "BadRequestError"
+    assert span.status.status_code is StatusCode.ERROR
+    _, points = traces.histogram("gen_ai.client.operation.duration")
+    assert [dict(p.attributes or {}).get("error.type") for p in points] == ["BadRequestError"]
+
+
+async def test_a_cancelled_tool_call_is_marked_cancelled_not_failed(traces: Traces) -> None:
+    started = anyio.Event()
+
+    async def wait() -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    provider = ScriptedProvider([Reply(tool_calls=(ScriptedCall(name="wait"),))])
+    token = CancelToken()
+    query = Query(provider, tools=[wait], telemetry=traces.telemetry)
+    async with anyio.create_task_group() as group:
+
+        async def cancel_when_started() -> None:
+            await started.wait()
+            token.cancel()
+
+        group.start_soon(cancel_when_started)
+        result = await query.run((), "go", cancel=token)
+    assert result.stop_reason == "cancelled"
+    span = traces.one("execute_tool wait")
+    assert attrs(span)["xai.cancelled"] is True
+    assert "error.type" not in attrs(span)
+    assert span.status.status_code is not StatusCode.ERROR
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+async def test_token_usage_and_duration_histograms_follow_the_conventions(
+    traces: Traces, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.push(Reply(text="hello there"))
+    result = await Query(provider, telemetry=traces.telemetry).run((), "hi")
+    unit, points = traces.histogram("gen_ai.client.token.usage")
+    assert unit == "{token}"
+    by_type = {dict(p.attributes or {})["gen_ai.token.type"]: p for p in points}
+    assert by_type["input"].sum == result.usage.prompt_tokens > 0
+    assert by_type["output"].sum == result.usage.completion_tokens > 0
+    assert list(by_type["input"].explicit_bounds) == [4.0**i for i in range(14)]
+    common = dict(by_type["input"].attributes or {})
+    assert common["gen_ai.operation.name"] == "chat"
+    assert common["gen_ai.provider.name"] == "openai"
+    assert common["gen_ai.request.model"] == provider.model
+    assert common["server.address"] == "127.0.0.1"
+    assert common["server.port"] == openai_server.port
+    unit, (duration,) = traces.histogram("gen_ai.client.operation.duration")
+    assert unit == "s"
+    assert duration.count == 1
+    assert list(duration.explicit_bounds)[:3] == [0.01, 0.02, 0.04]
+    assert "error.type" not in dict(duration.attributes or {})
+    chat = traces.one(f"chat {provider.model}")
+    assert attrs(chat)["server.address"] == "127.0.0.1"
+    assert attrs(chat)["server.port"] == openai_server.port
+    assert attrs(chat)["gen_ai.response.id"].startswith("chatcmpl-")
+
+
+# -- contents: opt-in, redacted --------------------------------------------------------------
+
+
+async def test_contents_are_recorded_only_on_request_and_never_with_secrets() -> None:
+    register_secret("hunter2-secret-value")
+    traces = Traces(capture_content=True)
+    try:
+
+        async def echo(text: str) -> str:
+            return f"echo {text} sk-abcdefghijklmnopqrst"
+
+        provider = ScriptedProvider(
+            [
+                Reply(tool_calls=(ScriptedCall(name="echo", arguments={"text": "hi"}),)),
+                Reply(text="done, hunter2-secret-value"),
+            ]
+        )
+        query = Query(provider, tools=[echo], telemetry=traces.telemetry)
+        await query.run((), "my password is hunter2-secret-value")
+        first, second = traces.named("chat scripted")
+        sent = json.loads(attrs(first)["gen_ai.input.messages"])
+        assert sent == [
+            {"role": "user", "parts": [{"type": "text", "content": "my password is ***"}]}
+        ]
+        answered = json.loads(attrs(first)["gen_ai.output.messages"])
+        assert answered[0]["parts"][0]["type"] == "tool_call"
+        assert answered[0]["parts"][0]["arguments"] == {"text": "hi"}
+        assert answered[0]["finish_reason"] == "tool_calls"
+        resent = json.loads(attrs(second)["gen_ai.input.messages"])
+        assert resent[-1]["role"] == "tool"
+        assert resent[-1]["parts"][0]["response"] == "echo hi ***"
+        tool = attrs(traces.one("execute_tool echo"))
+        assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"text": "hi"}
+        assert json.loads(tool["gen_ai.tool.call.result"]) == "echo hi ***"
+        everything = json.dumps([attrs(s) for s in traces.spans()], default=str)
+        assert "hunter2-secret-value" not in everything
+        assert "sk-abcdefghijklmnopqrst" not in everything
+    finally:
+        traces.close()
+
+
+# -- a Session: turn, compaction, extraction ------------------------------------------------
+
+
+async def test_a_session_turn_holds_its_compaction_rounds_and_tools(traces: Traces) -> None:
+    async def note(text: str) -> str:
+        return "noted"
+
+    provider = ScriptedProvider()
+
+    def respond(body: Mapping[str, Any]) -> Reply | None:
+        if is_side_request(body):
+            return extraction_responder(body) or Reply(text="SUMMARY")
+        if body["messages"][-1]["role"] == "user":
+            return Reply(tool_calls=(ScriptedCall(name="note", arguments={"text": "x"}),))
+        return Reply(text="ok " + "y" * 400)
+
+    provider.script.add_responder(respond)
+    config = SessionConfig(
+        context_window=400, keep_recent_tokens=50, compact_at=0.5, extract_memory=True
+    )
+    async with Session(provider, tools=[note], config=config, telemetry=traces.telemetry) as s:
+        for text in ("first question " * 20, "second question " * 20):
+            assert (await s.send(text)).status is TurnStatus.COMPLETED
+    turns = traces.named("xai.session.turn")
+    assert len(turns) == 2
+    assert not traces.named("invoke_agent xai")  # no Agent: no agent span
+    second = turns[1]
+    assert tree(traces, second) == [
+        "xai.session.turn",
+        "  xai.session.compaction",
+        "    chat scripted",
+        "  chat scripted",
+        "  execute_tool note",
+        "  chat scripted",
+    ], tree(traces, second)
+    a = attrs(second)
+    assert a["gen_ai.conversation.id"] == a["xai.session.id"] == s.id
+    assert a["xai.turn"] == 2 and a["xai.turn.status"] == "completed"
+    assert a["xai.input.origin"] == "user"
+    compaction = attrs(traces.one("xai.session.compaction"))
+    assert compaction["xai.compaction.reason"] == "proactive"
+    assert compaction["xai.compaction.compacted"] is True
+    extractions = traces.named("xai.session.extraction")
+    assert [attrs(e)["xai.turn"] for e in extractions] == [1, 2]
+    assert all(e.parent is None for e in extractions)  # siblings of the turns (both roots)
+    assert attrs(extractions[0])["xai.extraction.candidates"] == 1
+    assert [c.name for c in traces.children(extractions[0])] == ["chat scripted"]
+
+
+# -- an Agent: invoke_agent, parallel tools, a delegation, adjudication ------------------------
+
+
+def _judge_adds(body: Mapping[str, Any]) -> Reply | None:
+    if last_content(body).startswith(JUDGE_MARKER):
+        return Reply(text='{"decision": "add", "reason": "new"}')
+    return None
+
+
+async def test_an_agent_turn_with_parallel_tools_and_a_delegation(
+    tmp_path: Path, traces: Traces, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # The two tools only finish once both have started: they must run at the same time.
+    started = {"forecast": anyio.Event(), "tides": anyio.Event()}
+
+    async def forecast(city: str) -> str:
+        started["forecast"].set()
+        await started["tides"].wait()
+        return f"rain in {city}"
+
+    async def tides(city: str) -> str:
+        started["tides"].set()
+        await started["forecast"].wait()
+        return "high at noon"
+
+    def respond(body: Mapping[str, Any]) -> Reply | None:
+        messages = body["messages"]
+        if is_side_request(body) or last_content(body).startswith(JUDGE_MARKER):
+            return None
+        if HELPER_INSTRUCTIONS in messages[0]["content"]:
+            return Reply(text="42 boats")
+        if messages[-1]["role"] == "user":
+            return Reply(
+                tool_calls=(
+                    ScriptedCall(name="forecast", arguments={"city": "Bergen"}, id="call-f"),
+                    ScriptedCall(name="tides", arguments={"city": "Bergen"}, id="call-t"),
+                    ScriptedCall(name="delegate", arguments={"task": "count boats"}, id="call-d"),
+                )
+            )
+        return Reply(text="Rain, high tide at noon, 42 boats.")
+
+    openai_server.script.add_responder(extraction_responder)
+    openai_server.script.add_responder(_judge_adds)
+    openai_server.script.add_responder(respond)
+    config = AgentConfig(
+        session=SessionConfig(extract_memory=True, delegation=True), memory_tool=False
+    )
+    agent = Agent(
+        tmp_path,
+        provider,
+        tools=[forecast, tides],
+        persona=Persona(name="Skipper"),
+        config=config,
+        telemetry=traces.telemetry,
+    )
+    async with agent:
+        session = await agent.open_session("sailing")
+        outcome = await session.send("Plan my sail in Bergen")
+        assert outcome.status is TurnStatus.COMPLETED, outcome
+    model = provider.model
+
+    top = next(s for s in traces.named("invoke_agent Skipper") if s.parent is None)
+    shape = "\n".join(tree(traces, top))
+    (turn,) = traces.children(top)
+    assert turn.name == "xai.session.turn", shape
+    steps = [s.name for s in traces.children(turn)]
+    # Two rounds around the three calls, which start in any order (they run concurrently).
+    assert steps[0] == steps[-1] == f"chat {model}", shape
+    assert sorted(steps[1:-1]) == sorted(
+        ["execute_tool forecast", "execute_tool tides", "execute_tool delegate"]
+    ), shape
+    delegate = traces.one("execute_tool delegate")
+    # (The child's extraction may follow, a sibling of its turn; its input is the Agent's,
+    # so it proposes nothing.)
+    assert tree(traces, delegate)[:4] == [
+        "execute_tool delegate",
+        "  invoke_agent Skipper",
+        "    xai.session.turn",
+        f"      chat {model}",
+    ], shape
+    a = attrs(top)
+    assert a["gen_ai.operation.name"] == "invoke_agent"
+    assert a["gen_ai.agent.name"] == "Skipper" and a["gen_ai.agent.id"] == agent.id
+    assert a["gen_ai.conversation.id"] == session.id
+    assert a["gen_ai.provider.name"] == "openai" and a["gen_ai.request.model"] == model
+    assert a["server.address"] == "127.0.0.1" and a["server.port"] == openai_server.port
+    assert a["xai.turn.status"] == "completed"
+    assert a["gen_ai.usage.input_tokens"] > 0
+
+    # The parallel tools: siblings under the turn that overlap in time.
+    f, t = traces.one("execute_tool forecast"), traces.one("execute_tool tides")
+    for tool in (f, t):
+        assert tool.parent is not None and turn.context is not None
+        assert tool.parent.span_id == turn.context.span_id
+    assert f.start_time and f.end_time and t.start_time and t.end_time
+    assert f.start_time < t.end_time and t.start_time < f.end_time
+    assert {attrs(f)["gen_ai.tool.call.id"], attrs(t)["gen_ai.tool.call.id"]} == {
+        "call-f",
+        "call-t",
+    }
+
+    # The delegation: the child's turn under the call that spawned it, in the same trace.
+    assert attrs(delegate)["gen_ai.tool.call.id"] == "call-d"
+    assert attrs(delegate)["xai.tool.success"] is True
+    child = traces.children(delegate)[0]
+    assert child.name == "invoke_agent Skipper"
+    assert child.context is not None and top.context is not None
+    assert child.context.trace_id == top.context.trace_id
+    child_turn = attrs(traces.children(child)[0])
+    assert child_turn["xai.session.parent_id"] == session.id
+    assert child_turn["xai.session.depth"] == 1
+    assert child_turn["xai.input.origin"] == "agent"
+
+    # Extraction after the turn, adjudication in a trace of its own with decision counts.
+    extraction = [s for s in traces.named("xai.session.extraction") if s.parent is None]
+    assert [attrs(e)["xai.session.id"] for e in extraction] == [session.id]
+    adjudications = traces.named("xai.agent.adjudication")
+    assert adjudications and all(s.parent is None for s in adjudications)
+    decided = sum(attrs(s)["xai.adjudication.decisions"] for s in adjudications)
+    added = sum(attrs(s).get("xai.adjudication.add", 0) for s in adjudications)
+    assert decided == added >= 1
+    assert attrs(adjudications[0])["gen_ai.agent.id"] == agent.id
+
+
+async def test_the_users_own_span_is_the_parent_of_a_turn(traces: Traces) -> None:
+    provider = ScriptedProvider([Reply(text="hi")])
+    tracer = traces.tracer_provider.get_tracer("app")
+    async with Session(provider, telemetry=traces.telemetry) as session:
+        with tracer.start_as_current_span("request from the app"):
+            handle = session.send("hello")
+        await handle
+    app = traces.one("request from the app")
+    turn = traces.one("xai.session.turn")
+    assert turn.parent is not None and app.context is not None
+    assert turn.parent.span_id == app.context.span_id
