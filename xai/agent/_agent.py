@@ -141,7 +141,7 @@ class Agent:
         provider: Provider,
         *,
         agent_id: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] = (),
         embedder: Embedder | None = None,
         judge: Provider | None = None,
         persona: Persona | None = None,
@@ -170,7 +170,9 @@ class Agent:
             sync=self.config.sync_ledger,
         )
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
-        self._tools = ToolSet([*ToolSet(tools), *extra])
+        base = tools if isinstance(tools, ToolSet) else ToolSet(tools)
+        # MCP servers among the tools are the Agent's: open while it runs, shared by its Sessions.
+        self._tools = ToolSet([*base, *extra], mcp=base.mcp_servers)
         self._sessions: dict[str, Session] = {}
         agent_id_ = self.id
 
@@ -312,9 +314,9 @@ class Agent:
             self._embedder_closed = False
         try:
             await self.memory.open()
-            send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
-            self._jobs = send
-            async with anyio.create_task_group() as group:
+            async with self._tools.open(), anyio.create_task_group() as group:
+                send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
+                self._jobs = send
                 self._group = group
                 group.start_soon(self._adjudicate_forever, receive)
                 if self.config.resume_sessions:
