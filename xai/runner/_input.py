@@ -9,6 +9,7 @@ from typing import Any, Literal
 import msgspec
 
 from xai.exceptions import UsageError
+from xai.tools import MCPServerConfig
 
 __all__ = ["InputError", "RunInput", "load_input", "validate_input"]
 
@@ -45,6 +46,8 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True):
     prompt_templates: dict[str, str] = msgspec.field(default_factory=dict)
     """Template name → template text (built-ins plus any given as files)."""
     auto_prompt_map: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    mcp_servers: list[MCPServerConfig] = msgspec.field(default_factory=list)
+    """MCP servers whose tools join the toolset (integrated mode; a fixture run replays)."""
 
 
 # field -> (type, default). Validated one by one so that every problem is reported.
@@ -67,6 +70,7 @@ _FIELDS: dict[str, tuple[Any, Any]] = {
     "prompt_template": (str, "general_tool_agent"),
     "prompt_templates": (dict[str, str], {}),
     "auto_prompt_map": (dict[str, list[str]], {}),
+    "mcp_servers": (list[MCPServerConfig], []),
 }
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -171,6 +175,7 @@ def validate_input(
         prompt_template=values["prompt_template"],
         prompt_templates=templates,
         auto_prompt_map=values["auto_prompt_map"],
+        mcp_servers=values["mcp_servers"],
     )
 
 

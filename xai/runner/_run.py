@@ -48,7 +48,7 @@ from xai.session import (
     read_journal,
     read_records,
 )
-from xai.tools import ToolSet
+from xai.tools import MCPServer, ToolSet
 
 __all__ = ["RunReport", "run_input", "write_atomic"]
 
@@ -310,7 +310,9 @@ async def run_input(
             owned = OpenAIProvider(LLMConfig.from_env())
         shared: Provider = provider or owned  # type: ignore[assignment]
         make_provider = lambda: shared  # noqa: E731
-        make_tools = lambda: ToolSet(_tools(inp))  # noqa: E731
+        make_tools = lambda: ToolSet(  # noqa: E731
+            _tools(inp), mcp=[MCPServer(config) for config in inp.mcp_servers]
+        )
     try:
         prefix = await _memory_prefix(inp, home, fixture_memory)
         extra = f"\n\n{inp.system_prompt.strip()}" if inp.system_prompt else ""
