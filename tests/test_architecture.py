@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     # but the CLI, for `__version__`).
     "core": 8,
     "eval": 8,
+    # An Agent served over MCP (`xai mcp serve`): a facade over the Agent, like core.
+    "mcp": 8,
     "xai": 8,
     "agent": 7,
     # Session and memory are siblings under the Agent: a Session never reaches the Agent's
@@ -70,7 +72,7 @@ LAYERS: dict[str, int] = {
 # Each must still occur: once fixed, the test fails until its line here is removed.
 KNOWN_VIOLATIONS: set[str] = {
     # issue 13, "break the xai.core ↔ xai.cli import cycle": default_home belongs below both.
-    "xai/core/_run.py:206 xai.core._run imports xai.cli (a layer above it: core 8 -> cli 10)",
+    "xai/core/_run.py:209 xai.core._run imports xai.cli (a layer above it: core 8 -> cli 10)",
     # the scripted eval model should be public in xai.eval (or move to xai.testing).
     "xai/cli/_eval.py:178 xai.cli._eval imports xai.eval._scripted, a private module of eval",
 }

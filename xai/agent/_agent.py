@@ -51,7 +51,15 @@ from xai.events import (
 from xai.exceptions import ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
-from xai.messages import CloseReason, MemoryCandidate, Message, Origin, UserMessage, new_id
+from xai.messages import (
+    CandidateKind,
+    CloseReason,
+    MemoryCandidate,
+    Message,
+    Origin,
+    UserMessage,
+    new_id,
+)
 from xai.providers import Provider
 from xai.session import (
     HELPER_INSTRUCTIONS,
@@ -362,6 +370,28 @@ class Agent:
         decision = await self.memory.forget(fact_id, reason)
         self._announce(None, [decision])
         return decision
+
+    async def remember(
+        self, text: str, *, kind: CandidateKind = "fact", source: str = "api"
+    ) -> list[Decision]:
+        """Adjudicate ``text`` as a memory candidate the user asked for from outside any
+        Session (e.g. over MCP): like a Session's candidate it may be added, reinforce or
+        update a fact, or be dropped. ``source`` is its provenance in the ledger (the
+        decision's session id, ``"mcp"`` for the MCP server); the user's request is its
+        evidence. Returns the decisions made (none if it was decided before)."""
+        self._check_open()
+        request = f"{source}:{new_id()}"
+        candidate = MemoryCandidate(
+            text=text,
+            kind=kind,
+            confidence=0.9,  # said explicitly, on purpose
+            evidence=(request,),
+            session_id=source,
+            created_at=self.clock.now(),
+        )
+        decisions = await self.memory.adjudicate([candidate], session_id=source)
+        self._announce(None, decisions)
+        return decisions
 
     def _announce(self, session_id: str | None, decisions: Iterable[Decision]) -> None:
         for decision in decisions:
