@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -49,7 +50,8 @@ async def http_fixture() -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:
         with anyio.CancelScope(shield=True):
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):  # a test may have killed it
+                process.kill()
             await process.wait()
             await process.aclose()
 

@@ -4,6 +4,7 @@ Offline: the scripted model of ``xai demo`` answers; memory is real chromadb + M
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -128,7 +129,7 @@ async def http_server(agent_dir: Path) -> AsyncIterator[tuple[str, anyio.abc.Pro
         yield line.rsplit(" at ", 1)[1].strip(), process
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # ended already
                 process.kill()
             await process.wait()
             await process.aclose()

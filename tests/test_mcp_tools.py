@@ -112,11 +112,11 @@ async def test_a_session_sees_the_servers_schema_and_calls_its_tools(
 async def test_a_timeout_is_an_error_result_and_cancels_the_call_on_the_server(
     transport: Transport,
 ) -> None:
-    async with fixture_server(transport, timeout=0.3) as server:
+    async with fixture_server(transport, timeout=1.0) as server:
         tools = ToolSet(mcp=[server])
         async with tools.open():
             result = await tools.call(call("block", '{"tag": "t"}'))
-            assert not result.success and result.error == "timed out after 0.3s"
+            assert not result.success and result.error == "timed out after 1.0s"
             # the server saw the cancellation (this waits for it: no sleep)
             seen = await tools.call(call("wait_cancelled", '{"tag": "t"}'), default_timeout=20)
             assert seen.success and seen.content == "cancelled"
