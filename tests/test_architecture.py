@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     # but the CLI, for `__version__`).
     "core": 8,
     "eval": 8,
+    # An Agent served over MCP (`xai mcp serve`): a facade over the Agent, like core.
+    "mcp": 8,
     "xai": 8,
     "agent": 7,
     # Session and memory are siblings under the Agent: a Session never reaches the Agent's

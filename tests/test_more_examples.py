@@ -32,6 +32,12 @@ def run(script: str, *args: str, stdin: str = "") -> str:
         ("many_sessions.py", ("50",), "", "50/50 sessions completed a turn"),
         ("repl.py", (), "Hi, I'm Ada\nWhat is my name?\n", "Your name is Ada."),
         ("memory_eval.py", (), "", "hybrid      evidence recall @1 100, @3 100"),
+        (
+            "mcp_tools.py",
+            (),
+            "",
+            "[pantry_level -> {'item': 'eggs', 'amount': 6, 'unit': 'pieces'}]",
+        ),
     ],
 )
 def test_example_runs_offline(

@@ -13,6 +13,7 @@ retry may help.
     │   └── SessionClosedError      input sent to a Session that is closing or closed
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
+        ├── MCPServerError          an MCP server (a tool source) failed to start (server)
         ├── JournalError            a journal or the memory ledger cannot be read (path, line)
         │   └── LedgerGapError      the memory ledger misses decisions (path, line, missing)
         └── ProviderError           the model provider failed (status_code, retryable)
@@ -40,6 +41,7 @@ __all__ = [
     "ContextTooLongError",
     "JournalError",
     "LedgerGapError",
+    "MCPServerError",
     "MalformedStreamError",
     "ProviderConnectionError",
     "ProviderError",
@@ -109,6 +111,16 @@ class ToolError(RunError):
 
     The message is sent as the tool's error result; no traceback is attached.
     """
+
+
+class MCPServerError(RunError):
+    """An MCP server given as a tool source could not be started, answered no handshake in
+    time or failed to list its tools; ``server`` names it. (A server that fails during a call
+    is a tool error the model reads, not this.)"""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class JournalError(RunError):

@@ -51,7 +51,15 @@ from xai.events import (
 from xai.exceptions import ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
-from xai.messages import CloseReason, MemoryCandidate, Message, Origin, UserMessage, new_id
+from xai.messages import (
+    CandidateKind,
+    CloseReason,
+    MemoryCandidate,
+    Message,
+    Origin,
+    UserMessage,
+    new_id,
+)
 from xai.providers import Provider
 from xai.session import (
     HELPER_INSTRUCTIONS,
@@ -147,7 +155,7 @@ class Agent:
         provider: Provider,
         *,
         agent_id: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: ToolSet | Iterable[Tool | Callable[..., Any]] = (),
         embedder: Embedder | None = None,
         judge: Provider | None = None,
         persona: Persona | None = None,
@@ -178,7 +186,9 @@ class Agent:
             sync=self.config.sync_ledger,
         )
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
-        self._tools = ToolSet([*ToolSet(tools), *extra])
+        base = tools if isinstance(tools, ToolSet) else ToolSet(tools)
+        # MCP servers among the tools are the Agent's: open while it runs, shared by its Sessions.
+        self._tools = ToolSet([*base, *extra], mcp=base.mcp_servers)
         self._sessions: dict[str, Session] = {}
         agent_id_ = self.id
 
@@ -320,9 +330,9 @@ class Agent:
             self._embedder_closed = False
         try:
             await self.memory.open()
-            send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
-            self._jobs = send
-            async with anyio.create_task_group() as group:
+            async with self._tools.open(), anyio.create_task_group() as group:
+                send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
+                self._jobs = send
                 self._group = group
                 group.start_soon(self._adjudicate_forever, receive)
                 if self.config.resume_sessions:
@@ -368,6 +378,28 @@ class Agent:
         decision = await self.memory.forget(fact_id, reason)
         self._announce(None, [decision])
         return decision
+
+    async def remember(
+        self, text: str, *, kind: CandidateKind = "fact", source: str = "api"
+    ) -> list[Decision]:
+        """Adjudicate ``text`` as a memory candidate the user asked for from outside any
+        Session (e.g. over MCP): like a Session's candidate it may be added, reinforce or
+        update a fact, or be dropped. ``source`` is its provenance in the ledger (the
+        decision's session id, ``"mcp"`` for the MCP server); the user's request is its
+        evidence. Returns the decisions made (none if it was decided before)."""
+        self._check_open()
+        request = f"{source}:{new_id()}"
+        candidate = MemoryCandidate(
+            text=text,
+            kind=kind,
+            confidence=0.9,  # said explicitly, on purpose
+            evidence=(request,),
+            session_id=source,
+            created_at=self.clock.now(),
+        )
+        decisions = await self.memory.adjudicate([candidate], session_id=source)
+        self._announce(None, decisions)
+        return decisions
 
     def _announce(self, session_id: str | None, decisions: Iterable[Decision]) -> None:
         for decision in decisions:

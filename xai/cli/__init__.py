@@ -148,8 +148,10 @@ def _parser() -> argparse.ArgumentParser:
             runner.add_argument("--resume", action="store_true", help="continue a crashed run")
         runner.add_argument("--fixture", help="fixture folder (replay, no model)")
     from xai.cli._eval import add_eval_parser
+    from xai.cli._mcp import add_mcp_parser
 
     add_eval_parser(sub, common)
+    add_mcp_parser(sub, common)
     return parser
 
 
@@ -187,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             from xai.cli._eval import eval_command
 
             return eval_command(args)
+        if args.command == "mcp":
+            from xai.cli._mcp import mcp_command
+
+            return mcp_command(args, default_home() / "agents" / "mcp")
         if args.command == "chat":
             from xai.cli._repl import run_chat
 

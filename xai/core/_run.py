@@ -31,7 +31,7 @@ from xai.providers import OpenAIProvider, Provider
 from xai.query import QueryConfig
 from xai.session import Session, SessionConfig, SystemPrompt
 from xai.structured import parse, response_format
-from xai.tools import ToolSet
+from xai.tools import MCPServer, ToolSet
 
 __all__ = [
     "AgentResult",
@@ -130,7 +130,10 @@ class LightweightOrchestrator:
                 min_score=scenario.rag.min_score,
             )
         output = OUTPUT_TYPES[scenario.output_type]
-        tools = ToolSet([BUILTIN_TOOLS[name] for name in scenario.tools])
+        tools = ToolSet(
+            [BUILTIN_TOOLS[name] for name in scenario.tools],
+            mcp=[MCPServer(config) for config in scenario.mcp_servers],
+        )
         query = QueryConfig(
             max_rounds=scenario.max_rounds,
             max_tokens=scenario.model.max_tokens,

@@ -11,6 +11,7 @@ import msgspec
 from xai._reading import MiB, decode_json, decode_yaml, read_capped
 from xai.core._outputs import OutputType
 from xai.exceptions import ConfigurationError
+from xai.tools import MCPServerConfig
 
 __all__ = [
     "MAX_SCENARIO_BYTES",
@@ -50,6 +51,10 @@ class ScenarioConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     instructions: str = "Answer the user's question helpfully and precisely."
     rag: RagSettings = RagSettings()
     tools: list[str] = msgspec.field(default_factory=list)
+    mcp_servers: list[MCPServerConfig] = msgspec.field(default_factory=list)
+    """MCP servers whose tools the agent may use, each ``{"transport": "stdio", "name": ...,
+    "command": ..., "args": [...]}`` or ``{"transport": "http", "name": ..., "url": ...}``;
+    started for the run and stopped after it."""
     output_type: OutputType = "general_answer"
     model: ModelOverrides = ModelOverrides()
     max_rounds: Annotated[int, msgspec.Meta(ge=1, le=50)] = 6

@@ -15,6 +15,7 @@ import msgspec
 from xai._reading import MiB, decode_json, read_capped, read_text_capped
 from xai.config import is_plain_name
 from xai.exceptions import ConfigurationError, UsageError
+from xai.tools import MCPServerConfig
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -64,6 +65,8 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True):
     prompt_templates: dict[str, str] = msgspec.field(default_factory=dict)
     """Template name → template text (built-ins plus any given as files)."""
     auto_prompt_map: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    mcp_servers: list[MCPServerConfig] = msgspec.field(default_factory=list)
+    """MCP servers whose tools join the toolset (integrated mode; a fixture run replays)."""
 
 
 # field -> (type, default). Validated one by one so that every problem is reported.
@@ -86,6 +89,7 @@ _FIELDS: dict[str, tuple[Any, Any]] = {
     "prompt_template": (str, "general_tool_agent"),
     "prompt_templates": (dict[str, str], {}),
     "auto_prompt_map": (dict[str, list[str]], {}),
+    "mcp_servers": (list[MCPServerConfig], []),
 }
 
 
@@ -197,6 +201,7 @@ def validate_input(
         prompt_template=values["prompt_template"],
         prompt_templates=templates,
         auto_prompt_map=values["auto_prompt_map"],
+        mcp_servers=values["mcp_servers"],
     )
 
 

@@ -42,7 +42,7 @@ from xai.session import (
     read_journal,
     read_records,
 )
-from xai.tools import ToolSet
+from xai.tools import MCPServer, ToolSet
 
 __all__ = ["RunReport", "run_input", "write_atomic"]
 
@@ -332,7 +332,9 @@ async def run_input(
             if shared is None:  # ours to close; a provider passed in is the caller's
                 shared = await stack.enter_async_context(OpenAIProvider(LLMConfig.from_env()))
             make_provider = lambda: shared  # noqa: E731
-            make_tools = lambda: ToolSet(_tools(inp))  # noqa: E731
+            make_tools = lambda: ToolSet(  # noqa: E731
+                _tools(inp), mcp=[MCPServer(config) for config in inp.mcp_servers]
+            )
         agent = await _memory_agent(inp, memory, stack)
         prefix = await _memory_prefix(inp, memory, agent, fixture_memory)
         extra = f"\n\n{inp.system_prompt.strip()}" if inp.system_prompt else ""

@@ -455,7 +455,10 @@ class Session:
         self._closed = anyio.Event()
         self._finished = anyio.Event()
         try:
-            await self._run(task_status)
+            # MCP tool sources nobody opened yet are this Session's: started before it
+            # reports started (a failure is raised to the opener), stopped after it finalised.
+            async with self._base_tools.open():
+                await self._run(task_status)
         finally:
             self._finished.set()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from xai._redact import redact
 from xai.exceptions import ToolDefinitionError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolResult, ToolSpec
+from xai.tools._mcp import MCPServer
 from xai.tools._tool import Tool, ToolContext
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "ToolSet", "clamp"]
@@ -51,14 +53,20 @@ class ToolSet:
     that are not JSON or fail validation, an exception or a timeout all come
     back as a ``ToolResult`` with ``success=False`` and an error the model can
     read. Sync functions run in a worker thread so they never block the loop.
+
+    ``mcp`` adds MCP servers as tool sources: their tools (schemas as the server lists
+    them) join the set while the servers are open (``async with toolset.open():``, which a
+    Session or Agent given this set does in its run), and their calls come back as the same
+    record: the server's ``isError`` as a failure, a server that dies mid-call as an error.
     """
 
-    __slots__ = ("_specs", "_tools", "context", "max_result_chars")
+    __slots__ = ("_sources", "_specs", "_tools", "context", "max_result_chars")
 
     def __init__(
         self,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         *,
+        mcp: Iterable[MCPServer] = (),
         context: Any = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
@@ -68,6 +76,10 @@ class ToolSet:
             if t.name in self._tools:
                 raise ToolDefinitionError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
+        self._sources: tuple[MCPServer, ...] = tuple(mcp)
+        names = [s.name for s in self._sources]
+        if len(set(names)) != len(names):
+            raise ToolDefinitionError(f"two MCP servers share a name: {names}")
         self.context = context
         self.max_result_chars = max_result_chars
         self._specs = tuple(t.spec for t in self._tools.values())
@@ -86,12 +98,56 @@ class ToolSet:
     def with_context(self, context: Any) -> ToolSet:
         """The same tools bound to another context (cheap: tools are shared)."""
         return ToolSet(
-            self._tools.values(), context=context, max_result_chars=self.max_result_chars
+            self._tools.values(),
+            mcp=self._sources,
+            context=context,
+            max_result_chars=self.max_result_chars,
         )
 
     @property
+    def mcp_servers(self) -> tuple[MCPServer, ...]:
+        return self._sources
+
+    @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        return self._specs
+        """Python tools first, then each open MCP server's tools."""
+        if not self._sources:
+            return self._specs
+        return self._specs + tuple(spec for s in self._sources for spec in s.specs)
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[ToolSet]:
+        """Start the MCP servers that nobody has started yet, and stop them on leaving.
+
+        A server already open (its owner, e.g. the Agent, started it) is used and left
+        alone. Raises ``MCPServerError`` naming a server that fails to start (the ones
+        started before it are stopped), ``ToolDefinitionError`` when a server's tool has
+        the name of another tool.
+        """
+        opened: list[MCPServer] = []
+        try:
+            for source in self._sources:
+                if source.state == "closed":
+                    await source.start()
+                    opened.append(source)
+                    self._check_names(source)
+            yield self
+        finally:
+            for source in reversed(opened):  # each one shields its own stop
+                await source.aclose()
+
+    def _check_names(self, source: MCPServer) -> None:
+        for name in source.tool_names():
+            other = next((s for s in self._sources if s is not source and name in s), None)
+            if name in self._tools or other is not None:
+                where = f"MCP server {other.name!r}" if other is not None else "a Python tool"
+                raise ToolDefinitionError(
+                    f"MCP server {source.name!r} has a tool named {name!r}, as {where} does: "
+                    "give the server a prefix"
+                )
+
+    def _source(self, name: str) -> MCPServer | None:
+        return next((s for s in self._sources if name in s), None)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -135,13 +191,17 @@ class ToolSet:
             )
         arguments: dict[str, Any] | str = raw if isinstance(raw, dict) else call.arguments
         t = self._tools.get(call.name)
-        if t is None:
-            known = ", ".join(sorted(self._tools)) or "none"
+        source = self._source(call.name) if t is None else None
+        if t is None and source is None:
+            known = ", ".join(sorted(s.name for s in self.specs)) or "none"
             return self._failure(
                 call, arguments, f"unknown tool {call.name!r} (available: {known})", started
             )
         if not isinstance(raw, dict):
             return self._failure(call, arguments, "arguments must be a JSON object", started)
+        if source is not None:
+            return await self._call_mcp(call, source, raw, default_timeout, started)
+        assert t is not None
         try:
             kwargs = t.parse_arguments(call.arguments)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -166,12 +226,17 @@ class ToolSet:
         if deadline.cancelled_caught:
             return self._failure(call, arguments, f"timed out after {limit}s", started)
         text, value = _render(value)
+        return self._success(call, arguments, text, value, started)
+
+    def _success(
+        self, call: ToolCall, arguments: dict[str, Any] | str, text: str, value: Any, started: float
+    ) -> ToolResult:
         content, truncated = clamp(text, self.max_result_chars)
         if truncated:  # the record stays as small as what the model sees
             value = content
         return ToolResult(
             call_id=call.id,
-            tool_name=t.name,
+            tool_name=call.name,
             success=True,
             arguments=arguments,
             result=value,
@@ -179,3 +244,29 @@ class ToolSet:
             truncated=truncated,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+
+    async def _call_mcp(
+        self,
+        call: ToolCall,
+        source: MCPServer,
+        arguments: dict[str, Any],
+        default_timeout: float | None,
+        started: float,
+    ) -> ToolResult:
+        """Forward to the server; a cancel (the Query's, or the timeout) cancels the request
+        there too: the SDK sends ``notifications/cancelled`` when its call is cancelled."""
+        limit = source.timeout if source.timeout is not None else default_timeout
+        outcome = None
+        try:
+            with anyio.move_on_after(limit) as deadline:
+                outcome = await source.call(call.name, arguments)
+        except ToolError as exc:
+            return self._failure(call, arguments, str(exc), started)
+        except Exception as exc:
+            _log.warning("tool.failed", tool=call.name, call_id=call.id, exc_info=True)
+            return self._failure(call, arguments, f"{type(exc).__name__}: {exc}", started)
+        if deadline.cancelled_caught or outcome is None:
+            return self._failure(call, arguments, f"timed out after {limit}s", started)
+        if outcome.is_error:
+            return self._failure(call, arguments, outcome.text or "the tool failed", started)
+        return self._success(call, arguments, outcome.text, outcome.value, started)

@@ -1,0 +1,222 @@
+"""An Agent served over MCP: its memory and its Sessions as tools for any MCP client.
+
+The tools read memory directly (search, recent facts) but never write it: ``remember``
+hands the fact to ``Agent.remember`` (adjudicated like a Session's candidate, provenance
+``mcp``), ``forget`` goes through ``Agent.forget``, and ``send_message`` talks to a Session
+the Agent owns. The Agent stays the only writer of its memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Callable, Iterator
+from typing import Annotated, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from xai.agent import Agent
+from xai.exceptions import SessionClosedError
+from xai.memory import Decision, Fact
+
+__all__ = [
+    "FactView",
+    "Remembered",
+    "SessionAnswer",
+    "agent_mcp_server",
+    "serve_http",
+    "serve_stdio",
+]
+
+MCP_SOURCE = "mcp"
+"""The provenance of what arrives over MCP: the ledger's session id for ``remember``."""
+
+
+class FactView(BaseModel):
+    """One fact as an MCP client sees it."""
+
+    id: str
+    text: str
+    kind: str
+    tier: str
+    count: int = Field(description="how many times it was reported")
+    last_seen: float = Field(description="Unix time")
+    score: float | None = Field(default=None, description="cosine similarity to the query")
+
+
+class Remembered(BaseModel):
+    """What the Agent decided about a fact it was asked to remember."""
+
+    decisions: list[str] = Field(description="add, reinforce, merge, supersede or drop")
+    reasons: list[str]
+    facts: list[FactView] = Field(description="the facts as they stand after the decisions")
+
+
+class Forgotten(BaseModel):
+    fact_id: str
+    decision: str
+
+
+class SessionAnswer(BaseModel):
+    """The Session's answer; pass ``session_id`` back to continue the conversation."""
+
+    session_id: str
+    status: str
+    answer: str
+    error: str | None = None
+
+
+def _view(fact: Fact, score: float | None = None) -> FactView:
+    return FactView(
+        id=fact.id,
+        text=fact.text,
+        kind=fact.kind,
+        tier=fact.tier,
+        count=fact.count,
+        last_seen=fact.last_seen,
+        score=score,
+    )
+
+
+def _remembered(decisions: list[Decision]) -> Remembered:
+    facts = {f.id: f for d in decisions for f in d.facts}
+    return Remembered(
+        decisions=[d.kind for d in decisions],
+        reasons=[d.reason for d in decisions],
+        facts=[_view(f) for f in facts.values()],
+    )
+
+
+def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
+    """An MCP server (official SDK) whose tools use ``agent``, which must be running."""
+    server = MCPServer(
+        name,
+        instructions=(
+            f"The long-term memory and conversations of the xai Agent {agent.id}. Search it "
+            "before answering about the user; ask it to remember what the user wants kept."
+        ),
+        log_level="WARNING",
+    )
+
+    @server.tool()
+    async def search_memory(
+        query: str, k: Annotated[int, Field(ge=1, le=50, description="how many facts")] = 5
+    ) -> list[FactView]:
+        """Search the Agent's long-term memory: the facts that best match the query."""
+        hits = await agent.memory.search(query, k)
+        return [_view(hit.fact, hit.score) for hit in hits]
+
+    @server.tool()
+    async def remember(
+        text: str,
+        kind: Literal["preference", "fact", "commitment", "event", "other"] = "fact",
+    ) -> Remembered:
+        """Ask the Agent to remember a fact about the user. The Agent decides: add it,
+        reinforce or update what it knows, or drop it; the answer says which."""
+        if not text.strip():
+            raise ToolError("there is nothing to remember in an empty text")
+        decisions = await agent.remember(text, kind=kind, source=MCP_SOURCE)
+        return _remembered(decisions)
+
+    @server.tool()
+    async def forget(fact_id: str) -> Forgotten:
+        """Forget one fact (by the id search_memory or recent_facts gave)."""
+        try:
+            decision = await agent.forget(fact_id, "forgotten on request over MCP")
+        except KeyError:
+            raise ToolError(f"no fact {fact_id!r}") from None
+        return Forgotten(fact_id=fact_id, decision=decision.kind)
+
+    @server.tool()
+    def recent_facts(
+        limit: Annotated[int, Field(ge=1, le=200, description="how many facts")] = 10,
+    ) -> list[FactView]:
+        """The facts the Agent holds, most recently seen first."""
+        return [_view(f) for f in agent.memory.facts()[:limit]]
+
+    @server.tool()
+    async def send_message(
+        text: str,
+        session_id: Annotated[
+            str | None, Field(description="continue this Session (from an earlier answer)")
+        ] = None,
+        purpose: Annotated[
+            str | None, Field(description="when opening a new Session: what it is for")
+        ] = None,
+    ) -> SessionAnswer:
+        """Send a message to one of the Agent's Sessions and return its answer. Without
+        session_id a new Session is opened for the purpose given."""
+        try:
+            session = agent.session(session_id) if session_id else await agent.open_session(purpose)
+            outcome = await session.send(text)
+        except SessionClosedError as exc:
+            raise ToolError(str(exc)) from None
+        return SessionAnswer(
+            session_id=session.id,
+            status=outcome.status.value,
+            answer=outcome.text,
+            error=outcome.error.message if outcome.error else None,
+        )
+
+    @server.tool()
+    async def close_session(session_id: str) -> str:
+        """Close a Session: what it learnt is handed to the Agent's memory."""
+        try:
+            session = agent.session(session_id)
+        except SessionClosedError as exc:
+            raise ToolError(str(exc)) from None
+        await session.close()
+        return f"closed {session_id}"
+
+    return server
+
+
+async def serve_stdio(agent: Agent) -> None:
+    """Serve ``agent`` (running) over stdin/stdout until the client disconnects."""
+    await agent_mcp_server(agent).run_stdio_async()
+
+
+async def serve_http(
+    agent: Agent,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    ready: Callable[[str], None] = lambda _url: None,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve ``agent`` over streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
+    (a graceful shutdown) or the caller is cancelled; ``ready`` gets the URL once it
+    listens (port 0: a free port). Signals are the caller's: nothing here installs handlers."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn would re-raise a signal after its shutdown, ending the process before
+            # the Agent could close its Sessions: the caller decides what a signal means.
+            yield
+
+    app = agent_mcp_server(agent).streamable_http_app(host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen()
+        server = Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        # The socket listens already: a client that connects now waits in its backlog until
+        # uvicorn accepts, so the address can be announced before the server loop runs.
+        ready(f"http://{shown}:{sock.getsockname()[1]}/mcp")
+        async with anyio.create_task_group() as group:
+            if stop is not None:
+
+                async def watch(event: anyio.Event) -> None:
+                    await event.wait()
+                    server.should_exit = True
+
+                group.start_soon(watch, stop)
+            await server.serve([sock])
+            group.cancel_scope.cancel()
