@@ -57,6 +57,8 @@ from xai.providers import (
 from xai.tools import Tool, ToolSet
 
 __all__ = [
+    "INTERRUPTED_TOOL_TEXT",
+    "ROUND_LIMIT_TOOL_TEXT",
     "CancelToken",
     "EventSink",
     "Observer",
