@@ -12,8 +12,11 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
+import tomllib
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +146,49 @@ def test_type_checkers_see_what_loads_lazily() -> None:
     assert seen == xai._MODULE_OF
     assert set(xai.__all__) - {"__version__"} == set(seen)
     assert set(xai.__all__) <= set(dir(xai))
+
+
+ROOT = PACKAGE.parent
+DISTRIBUTION = "xai-actors"
+
+
+def project() -> dict[str, Any]:
+    table: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return table
+
+
+def test_the_distribution_name_is_ours_and_the_import_name_stays() -> None:
+    # `xai` on the package index is someone else's project.
+    table = project()
+    assert table["name"] == DISTRIBUTION
+    assert table["scripts"] == {"xai": "xai.cli:main"}
+    # An extra that pulls another extra names the project by its distribution name.
+    for extra, requirements in table["optional-dependencies"].items():
+        for requirement in requirements:
+            if re.match(r"xai\b", requirement):
+                assert requirement.startswith(f"{DISTRIBUTION}["), (extra, requirement)
+
+
+def test_the_promised_license_is_there() -> None:
+    table = project()
+    assert table["license"] == "MIT"
+    assert table["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "the xai authors" in text
+
+
+def install_targets() -> list[tuple[str, str]]:
+    """Every ``pip install`` argument in the README, the docs and the package's messages."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *PACKAGE.rglob("*.py")]
+    found: list[tuple[str, str]] = []
+    for path in files:
+        for line in re.findall(r"pip install ([^`\n]*)", path.read_text()):
+            found.extend((path.name, arg.strip("'\"")) for arg in line.split())
+    return found
+
+
+def test_every_install_line_names_the_distribution() -> None:
+    targets = install_targets()
+    assert (("README.md", DISTRIBUTION)) in targets
+    wrong = [(name, arg) for name, arg in targets if re.fullmatch(r"xai(\[.*\])?", arg)]
+    assert not wrong, f"`pip install xai` installs someone else's project: {wrong}"
