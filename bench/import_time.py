@@ -69,6 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help=f"exit 1 unless import xai <= {GOAL_SECONDS} s CPU"
     )
     args = parser.parse_args(argv)
+    # Children start in this directory, which comes first on their path: from a clone's root
+    # they import its xai. Say which one is measured.
+    where = subprocess.run(
+        [sys.executable, "-c", "import xai; print(xai.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(f"measuring {where}")
     medians = measure(max(1, args.repeats))
     for name, statement in STATEMENTS.items():
         print(f"{statement!r:>60}: {medians[name] * 1000:7.1f} ms CPU (median of {args.repeats})")

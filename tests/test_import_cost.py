@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "openai",
@@ -51,3 +52,19 @@ def test_the_sdk_loads_when_a_provider_is_built() -> None:
         "OpenAIProvider(LLMConfig(model='m', base_url='http://127.0.0.1:9/v1', api_key='k'))"
     )
     assert "openai" in heavy_after(statement)
+
+
+def test_the_bench_ends_with_its_ratios() -> None:
+    # It runs, and its last line is the JSON the README's figures come from (not timed here).
+    bench = Path(__file__).parent.parent / "bench" / "import_time.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert {"xai_vs_bare_ratio", "xai_vs_openai_ratio", "names_vs_openai_ratio"} <= set(figures)
+    assert all(value > 0 for key, value in figures.items() if key.endswith("_ratio"))
