@@ -2,7 +2,7 @@
 with the official MCP SDK, and started by the Agent as a child process over stdio.
 
 Offline (default): xai's OpenAI-wire test server plays a scripted model over real HTTP.
-Online: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL. Needs ``pip install 'xai[mcp]'``.
+Online: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL. Needs ``pip install 'xai-actors[mcp]'``.
 
     python examples/mcp_tools.py            # the Agent (it runs `... --serve` itself)
     python examples/mcp_tools.py --serve    # just the MCP server, on stdin/stdout

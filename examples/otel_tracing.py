@@ -4,7 +4,7 @@ Offline: a scripted model asks for two tools at once and delegates a sub-task to
 child Session. Spans go to the SDK's in-memory exporter (your own TracerProvider,
 nothing global is set); swap in an OTLP exporter to send them to a collector.
 
-    pip install 'xai[otel]' opentelemetry-sdk
+    pip install 'xai-actors[otel]' opentelemetry-sdk
     python examples/otel_tracing.py
 """
 

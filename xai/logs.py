@@ -20,7 +20,7 @@ import structlog
 from xai._redact import redact
 from xai.exceptions import ConfigurationError
 
-__all__ = ["bind_ids", "configure_logging", "get_logger"]
+__all__ = ["LogFormat", "bind_ids", "configure_logging", "get_logger"]
 
 LogFormat = Literal["console", "json"]
 

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
 __all__ = [
+    "INTERRUPTED_TOOL_TEXT",
+    "ROUND_LIMIT_TOOL_TEXT",
     "CancelToken",
     "EventSink",
     "Observer",

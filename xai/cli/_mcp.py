@@ -27,7 +27,7 @@ __all__ = ["add_mcp_parser", "mcp_command", "parse_address"]
 def add_mcp_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
-    mcp = sub.add_parser("mcp", help="serve an Agent over MCP (needs xai[mcp])")
+    mcp = sub.add_parser("mcp", help="serve an Agent over MCP (needs xai-actors[mcp])")
     verbs = mcp.add_subparsers(dest="mcp_command", metavar="VERB", required=True)
     serve = verbs.add_parser(
         "serve",

@@ -111,7 +111,10 @@ def render_report(summary: Summary, *, plot: str | None = None) -> str:
     if plot is not None:
         lines += ["", "## Recall@k by category", "", f"![recall@k by category]({plot})"]
     elif ranks and importlib.util.find_spec("matplotlib") is None:
-        lines += ["", "No recall@k plot: matplotlib is not installed (`pip install 'xai[eval]'`)."]
+        lines += [
+            "",
+            "No recall@k plot: matplotlib is not installed (`pip install 'xai-actors[eval]'`).",
+        ]
 
     lines += ["", "## How to read this", "", _HOW_TO_READ, ""]
     return "\n".join(lines)

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
-import httpx2
-import openai
 
 from xai._redact import redact
 from xai.config import LLMConfig
@@ -41,6 +39,9 @@ from xai.providers._estimate import fill_missing_usage
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import decode_body
+
+if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: it loads on first use
+    import openai
 
 __all__ = [
     "EMPTY_REPLY_TEXT",
@@ -168,6 +169,9 @@ def error_for_status(
 
 def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
     """Translate an SDK or transport exception into xai's typed provider errors."""
+    import httpx2
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return ProviderTimeoutError(
             f"the model endpoint did not answer within {timeout}s", timeout=timeout
@@ -219,6 +223,8 @@ class OpenAIProvider:
         include_usage: bool = True,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
+        import openai
+
         config = (config if config is not None else LLMConfig.from_env()).validated()
         self._config = config
         assert config.model is not None  # validated() guarantees it
@@ -289,6 +295,9 @@ class OpenAIProvider:
         return params
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        import httpx2
+        import openai
+
         params = self._params(request)
         # Per request rather than as the client's defaults: an injected client gets them too.
         options: openai.RequestOptions = (

@@ -1,6 +1,6 @@
 """OpenTelemetry traces and metrics for xai, by the GenAI semantic conventions.
 
-Install the extra (``pip install 'xai[otel]'``), then hand a ``Telemetry`` to an
+Install the extra (``pip install 'xai-actors[otel]'``), then hand a ``Telemetry`` to an
 ``Agent``, a ``Session`` or a ``Query``::
 
     from xai.telemetry import Telemetry
@@ -18,6 +18,8 @@ try:
 except ImportError as exc:  # pragma: no cover - only without the extra
     if not (exc.name or "").startswith("opentelemetry"):
         raise
-    raise ImportError("xai.telemetry needs the OpenTelemetry API: pip install 'xai[otel]'") from exc
+    raise ImportError(
+        "xai.telemetry needs the OpenTelemetry API: pip install 'xai-actors[otel]'"
+    ) from exc
 
 __all__ = ["CAPTURE_CONTENT_ENV", "Telemetry"]

@@ -106,7 +106,7 @@ class ChatRequest(Protocol):
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("xai")
+        return importlib.metadata.version("xai-actors")
     except importlib.metadata.PackageNotFoundError:
         return "0"
 

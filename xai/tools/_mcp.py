@@ -1,4 +1,4 @@
-"""MCP servers as tool sources, on the official ``mcp`` SDK (the ``xai[mcp]`` extra).
+"""MCP servers as tool sources, on the official ``mcp`` SDK (the ``xai-actors[mcp]`` extra).
 
 An ``MCPServer`` is one connection: ``start()`` launches the server (a command over
 stdio) or connects to it (streamable HTTP), lists its tools and keeps their JSON
@@ -97,7 +97,9 @@ class MCPToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _sdk_missing() -> ConfigurationError:
-    return ConfigurationError("MCP servers need the official MCP SDK: pip install 'xai[mcp]'")
+    return ConfigurationError(
+        "MCP servers need the official MCP SDK: pip install 'xai-actors[mcp]'"
+    )
 
 
 def _describe(exc: BaseException) -> str:
