@@ -4,7 +4,8 @@
 output. Ids of the running agent / session / query are bound with context
 variables (``bind_ids``), so every line logged inside a Query names it, even
 from inside a tool running in its own task. Every line passes through the
-redaction net in ``xai._redact``: API keys never reach a log.
+redaction net in ``xai._redact``: API keys never reach a log. What each level
+shows, event by event: docs/logging.md.
 """
 
 from __future__ import annotations
