@@ -4,7 +4,8 @@
 output. Ids of the running agent / session / query are bound with context
 variables (``bind_ids``), so every line logged inside a Query names it, even
 from inside a tool running in its own task. Every line passes through the
-redaction net in ``xai._redact``: API keys never reach a log.
+redaction net in ``xai._redact``: API keys never reach a log. What each level
+shows, event by event: docs/logging.md.
 """
 
 from __future__ import annotations
@@ -97,8 +98,27 @@ def _fallback_logger() -> Any:
     return _fallback
 
 
+_FLOORS = {
+    structlog.make_filtering_bound_logger(level): level
+    for level in (logging.NOTSET, logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+}
+
+
+def _floor() -> int:
+    """The lowest level that is written now. An application's own wrapper class is not
+    known here: everything goes to it, and it filters."""
+    if not structlog.is_configured():
+        return logging.WARNING
+    return _FLOORS.get(structlog.get_config()["wrapper_class"], logging.NOTSET)
+
+
 class _Logger:
-    """xai's logger: the application's structlog setup if it has one, else the fallback."""
+    """xai's logger: the application's structlog setup if it has one, else the fallback.
+
+    ``debug`` and ``info`` return at once when their level is filtered out (no
+    structlog logger is built); guard fields that cost something to compute
+    with ``enabled``.
+    """
 
     __slots__ = ("_component",)
 
@@ -110,11 +130,17 @@ class _Logger:
             return structlog.get_logger(component=self._component)
         return _fallback_logger().bind(component=self._component)
 
+    def enabled(self, level: Literal["debug", "info"]) -> bool:
+        """Whether a line at ``level`` would be written (build costly fields only then)."""
+        return _floor() <= (logging.DEBUG if level == "debug" else logging.INFO)
+
     def debug(self, event: str, **fields: Any) -> None:
-        self._target().debug(event, **fields)
+        if _floor() <= logging.DEBUG:
+            self._target().debug(event, **fields)
 
     def info(self, event: str, **fields: Any) -> None:
-        self._target().info(event, **fields)
+        if _floor() <= logging.INFO:
+            self._target().info(event, **fields)
 
     def warning(self, event: str, **fields: Any) -> None:
         self._target().warning(event, **fields)
@@ -126,7 +152,7 @@ class _Logger:
         self._target().exception(event, **fields)
 
 
-def get_logger(name: str) -> Any:
+def get_logger(name: str) -> _Logger:
     """A logger bound with ``component=name`` that follows whatever structlog setup exists."""
     return _Logger(name)
 

@@ -14,6 +14,7 @@ the tool set (``ToolSet(context=...)``), never through this API.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
@@ -88,6 +89,8 @@ Observer = Callable[[QueryEvent], object]
 """A synchronous callable given every event. It must not block; exceptions are logged and ignored."""
 
 _CLEANUP_SECONDS = 5.0
+_LOGGED_ARGUMENTS = 500
+"""Characters of a tool call's arguments a debug line shows (never shown at info)."""
 INTERRUPTED_TOOL_TEXT = "[interrupted: the tool call was cancelled before it returned a result]"
 ROUND_LIMIT_TOOL_TEXT = "[not run: the query reached its round limit before this call could run]"
 
@@ -311,6 +314,12 @@ class _Run:
             error=error,
             last_prompt_tokens=self.last_prompt_tokens,
         )
+        _log.debug(
+            "query.done",
+            stop=stop.value,
+            rounds=self.round,
+            error=error.type if error is not None else None,
+        )
         await self.publish(QueryDone(query_id=self.query_id, round=self.round, result=result))
         return result
 
@@ -394,6 +403,7 @@ class _Run:
         usage: Usage | None = None
         finish: FinishReason | None = None
         query_id, round_ = self.query_id, self.round
+        started = time.perf_counter()
         events = self.query.provider.stream(request)
         try:
             async for event in events:
@@ -429,6 +439,8 @@ class _Run:
         if finish is None:
             raise StreamError("the provider's stream ended without finishing")
         self.streaming = False
+        if _log.enabled("debug"):
+            _round_line(self, finish, usage, calls, started)
         if finish == "length":
             calls = []  # arguments cut off by the length limit are not a call anyone can run
         return (
@@ -447,6 +459,9 @@ class _Run:
     async def run_tool(self, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
         async with limiter:
             await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
+            if _log.enabled("debug"):
+                arguments = call.arguments[:_LOGGED_ARGUMENTS]  # redacted by the log processor
+                _log.debug("tool.started", tool=call.name, call_id=call.id, arguments=arguments)
             tools, timeout = self.query.tools, self.query.config.tool_timeout
             telemetry = self.query.telemetry
             if telemetry is None:
@@ -466,10 +481,36 @@ class _Run:
         # Produced (so salvage neither loses nor re-answers it) before anyone is told.
         self.history.append(message)
         self.produced.append(message)
+        _log.debug(
+            "tool.finished",
+            tool=call.name,
+            call_id=call.id,
+            success=result.success,
+            truncated=result.truncated,
+            ms=round(result.duration_ms, 1),
+        )
         await self.publish(
             ToolCallFinished(query_id=self.query_id, round=self.round, result=result)
         )
         await self.announce(message)
+
+
+def _round_line(
+    run: _Run, finish: FinishReason, usage: Usage | None, calls: list[ToolCall], started: float
+) -> None:
+    """The debug line of one model round: what it cost, never what it said."""
+    end = run.finished
+    _log.debug(
+        "query.round",
+        round=run.round,
+        model=end.model if end is not None else None,
+        finish=finish,
+        prompt_tokens=usage.prompt_tokens if usage is not None else None,
+        completion_tokens=usage.completion_tokens if usage is not None else None,
+        estimated=usage.estimated if usage is not None else None,
+        tool_calls=len(calls),
+        ms=round((time.perf_counter() - started) * 1000, 1),
+    )
 
 
 def _synthetic(call: ToolCall, text: str) -> ToolMessage:

@@ -21,6 +21,7 @@ order.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
@@ -310,6 +311,7 @@ class Agent:
         try:
             with bind_ids(agent_id=self.id), _actor.single_errors():
                 await anyio.to_thread.run_sync(self._lock.acquire)
+                _log.debug("agent.lock_acquired", directory=str(self.directory))
                 try:
                     await self._run_locked(task_status)
                 finally:
@@ -321,6 +323,7 @@ class Agent:
 
     async def _run_locked(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         assert self._stopping is not None
+        started = time.perf_counter()
         self._files = anyio.Lock()
         async with self._files:
             await anyio.to_thread.run_sync(self._settle_files)
@@ -338,6 +341,14 @@ class Agent:
                 if self.config.resume_sessions:
                     await self._resume_sessions()
                 await group.start(self._run_scheduler)
+                _log.info(
+                    "agent.started",
+                    directory=str(self.directory),
+                    resumed_sessions=len(self._sessions),
+                    facts=len(self.memory.facts()),
+                    wakeups=len(self.scheduler.list()),
+                    ms=round((time.perf_counter() - started) * 1000, 1),
+                )
                 task_status.started()
                 await self._stopping.wait()
                 with anyio.CancelScope(shield=True):
@@ -351,6 +362,7 @@ class Agent:
             with anyio.CancelScope(shield=True):
                 await self.memory.close()
                 await self._close_embedder()
+            _log.info("agent.stopped", uptime_s=round(time.perf_counter() - started, 1))
 
     async def _close_embedder(self) -> None:
         """Close the embedder the Agent made (an endpoint client), never one it was given."""
@@ -401,7 +413,9 @@ class Agent:
         self._announce(None, decisions)
         return decisions
 
-    def _announce(self, session_id: str | None, decisions: Iterable[Decision]) -> None:
+    def _announce(self, session_id: str | None, decisions: Sequence[Decision]) -> None:
+        if decisions and _log.enabled("info"):
+            _log.info("memory.decided", agent_id=self.id, **_decided_fields(session_id, decisions))
         for decision in decisions:
             self._publish(
                 session_id,
@@ -444,7 +458,8 @@ class Agent:
         """Open a Session for ``purpose``: it gets the persona and a memory prefix chosen for
         that purpose within ``prefix_tokens`` (default ``MemoryConfig.prefix_tokens``)."""
         self._check_open()
-        prefix = await self.memory.prefix(purpose, budget_tokens=prefix_tokens)
+        with bind_ids(agent_id=self.id):
+            prefix = await self.memory.prefix(purpose, budget_tokens=prefix_tokens)
         system = SystemPrompt(
             instructions=instructions, persona=self._persona.render(), memory_prefix=prefix
         )
@@ -509,7 +524,8 @@ class Agent:
 
     async def _start(self, session: Session, opened: SessionOpened) -> None:
         assert self._group is not None
-        await self._group.start(session.run)
+        with bind_ids(agent_id=self.id):  # the Session's task copies the context from here
+            await self._group.start(session.run)
         if self._stopping is not None and self._stopping.is_set():
             # Opened while the Agent was closing: it must not outlive the Agent.
             await session.close("owner_shutdown")
@@ -714,6 +730,16 @@ class Agent:
             jobs.close()
             if self._jobs is not None:
                 self._jobs.close()  # (run() closes it too when it stops normally)
+
+
+def _decided_fields(session_id: str | None, decisions: Sequence[Decision]) -> dict[str, Any]:
+    """The ``memory.decided`` line: how many of each kind, and ids (never a fact's text)."""
+    fields: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
+    fields["kinds"] = dict(Counter(d.kind for d in decisions))
+    fields["judged"] = sum(d.judge for d in decisions)
+    fields["candidate_ids"] = [d.candidate.id for d in decisions if d.candidate is not None]
+    fields["fact_ids"] = list(dict.fromkeys(f.id for d in decisions for f in d.facts))
+    return fields
 
 
 def _grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:

@@ -28,7 +28,7 @@ from xai.agent._clock import Clock
 from xai.agent._wakeups import Idle, OnEvent, Wakeup, WakeupState, next_time
 from xai.events import WakeupFired, WakeupSkipped
 from xai.exceptions import ConfigurationError
-from xai.logs import get_logger
+from xai.logs import bind_ids, get_logger
 from xai.memory import LongTermMemory
 
 if TYPE_CHECKING:
@@ -295,7 +295,11 @@ class Scheduler:
     # -- firing ----------------------------------------------------------------------
 
     def _skip(self, state: WakeupState, reason: str) -> None:
-        self._agent._publish(None, WakeupSkipped(wakeup_id=state.wakeup.id, reason=reason))
+        self._skipped(state.wakeup.id, reason)
+
+    def _skipped(self, wakeup_id: str, reason: str) -> None:
+        _log.info("scheduler.wakeup_skipped", wakeup_id=wakeup_id, reason=reason)
+        self._agent._publish(None, WakeupSkipped(wakeup_id=wakeup_id, reason=reason))
 
     def _spawn(self, state: WakeupState, why: str, payload: Any = None) -> None:
         wakeup = state.wakeup
@@ -321,7 +325,8 @@ class Scheduler:
         if wakeup.max_runs is not None and state.runs >= wakeup.max_runs:
             state.finished = True
         self._running[wakeup.id] = self._running.get(wakeup.id, 0) + 1
-        self._group.start_soon(self._run_once, wakeup, why, payload)
+        with bind_ids(agent_id=self._agent.id):  # (``notify`` comes from any task)
+            self._group.start_soon(self._run_once, wakeup, why, payload)
         return None
 
     async def _run_once(self, wakeup: Wakeup, why: str, payload: Any) -> None:
@@ -340,7 +345,7 @@ class Scheduler:
             else:
                 await session.wait_closed()
         except Exception as exc:  # one bad run never stops the scheduler
-            _log.exception("scheduler.run_failed", wakeup=wakeup.id)
+            _log.exception("scheduler.run_failed", wakeup_id=wakeup.id)
             self._agent._publish(
                 None, WakeupSkipped(wakeup_id=wakeup.id, reason=f"run failed: {exc}")
             )
@@ -361,6 +366,7 @@ class Scheduler:
         agent = self._agent
         session = await agent.open_session(wakeup.purpose or text, origin="agent")
         agent._publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
+        _log.info("scheduler.wakeup_fired", wakeup_id=wakeup.id, reason=why, session_id=session.id)
         await session.send(text, origin="agent").result()
         return session
 
@@ -376,7 +382,7 @@ class Scheduler:
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
-            _log.warning("scheduler.builder_failed", wakeup=wakeup.id, error=str(exc))
+            _log.warning("scheduler.builder_failed", wakeup_id=wakeup.id, error=str(exc))
             self._agent._publish(
                 None,
                 WakeupSkipped(
@@ -385,9 +391,7 @@ class Scheduler:
             )
             return None
         if not value or not str(value).strip():
-            self._agent._publish(
-                None, WakeupSkipped(wakeup_id=wakeup.id, reason="the builder had nothing to say")
-            )
+            self._skipped(wakeup.id, "the builder had nothing to say")
             return None
         return str(value)
 

@@ -317,6 +317,7 @@ class LongTermMemory:
             if chosen:
                 lines.append(title)
                 lines.extend(chosen)
+        _log.debug("memory.prefix", facts=sum(line[:2] == "- " for line in lines), tokens=used)
         return "\n".join(lines)
 
     # -- writing -------------------------------------------------------------------
@@ -347,6 +348,15 @@ class LongTermMemory:
         pending = self._pending
         await self._ledger.append(decision, known=self._state.facts, sync=pending is None)
         self._state.seq = decision.seq  # only once it is written: no gap after a failed write
+        if _log.enabled("debug"):
+            _log.debug(
+                "memory.written",
+                seq=decision.seq,
+                kind=kind,
+                candidate_id=candidate.id if candidate is not None else None,
+                fact_ids=[f.id for f in facts],
+                judge=judge,
+            )
         if candidate is not None:
             self._state.decided.add(candidate.id)
         for fact in facts:
@@ -487,6 +497,14 @@ class LongTermMemory:
             ]
         hits = await self._nearest(vector, config.neighbours)
         near = [(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
+        if _log.enabled("debug"):
+            top_id, top_similarity = (near[0][0].id, round(near[0][1], 3)) if near else (None, None)
+            _log.debug(
+                "memory.nearest",
+                candidate_id=candidate.id,
+                fact_id=top_id,
+                similarity=top_similarity,
+            )
         if not near or near[0][1] < config.novel_similarity:
             return await self._add(candidate, vector, session_id, "nothing similar is known")
         top, similarity = near[0]

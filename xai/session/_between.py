@@ -80,6 +80,14 @@ async def _compact(self: Session, reason: CompactionReason) -> bool:
             reason=reason,
         )
     )
+    _log.info(
+        "session.compacted",
+        reason=reason,
+        method=method,
+        before_tokens=before,
+        after_tokens=after,
+        removed_messages=cut,
+    )
     return True
 
 
@@ -117,3 +125,4 @@ async def _extract(self: Session, turn: int, messages: list[Message]) -> None:
     await self._recorder.commit(CandidatesRecord(candidates=tuple(candidates)))
     self._candidates.extend(candidates)
     self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
+    _log.info("session.candidates_proposed", turn=turn, candidate_ids=[c.id for c in candidates])

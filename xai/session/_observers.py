@@ -162,6 +162,7 @@ class Subscription(Generic[E]):
             hub = self._hub
             if hub is not None:
                 dropped = EventsDropped(count=item.count, first_seq=item.first, last_seq=item.last)
+                _log.debug("events.dropped", count=item.count, first_seq=item.first)
                 return hub.wrap(GAP_SEQ, dropped)
         return None
 

@@ -8,6 +8,7 @@ journal first.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,6 +46,7 @@ from xai.messages import (
 )
 from xai.providers import Provider
 from xai.query import CancelToken, Query
+from xai.session import _oplog
 from xai.session._between import compact, extract
 from xai.session._compaction import Calibration, message_chars
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext, delegate_tool
@@ -470,6 +472,7 @@ class Session:
                 self._recorder.open()
                 self._state = "running"
                 task_status.started()
+                _oplog.opened(self, resumed=self._restored is not None)
                 try:
                     if self._restored is not None:
                         await self._repair(self._restored)
@@ -574,6 +577,7 @@ class Session:
         turn = restored.open_turn if restored.open_turn is not None else self._turns
         missing = unanswered_calls(self._history)
         for call in missing:
+            _log.debug("session.call_repaired", tool=call.name, call_id=call.id, turn=turn)
             synthetic = interrupted_by_crash(call)
             await self._recorder.commit(MessageRecord(turn=turn, message=synthetic))
             place(self._history, synthetic)  # where replaying the journal puts it, too
@@ -607,6 +611,7 @@ class Session:
                 input_id=message.id if message else None,
             )
             await self._recorder.commit(TurnEndRecord(outcome=outcome))  # it consumes the input
+            _oplog.turn_done(outcome, rounds=0, messages=(), started=time.perf_counter())
             self._hub.publish(TurnDone(outcome=outcome))
             handle._resolve(outcome)
             return None
@@ -621,9 +626,10 @@ class Session:
         self._hub.publish(TurnStarted(turn=turn, input=message))
         self._child_usage = Usage()
         usage = Usage()
+        started = time.perf_counter()
         await self._compact_if_needed("proactive")
         result = await self._run_query(turn)
-        usage = usage + result.usage
+        usage, rounds = usage + result.usage, result.rounds
         too_long = (
             self.config.compaction
             and result.error is not None
@@ -631,7 +637,7 @@ class Session:
         )
         if too_long and await compact(self, "context_too_long"):
             result = await self._run_query(turn)
-            usage = usage + result.usage
+            usage, rounds = usage + result.usage, rounds + result.rounds
         usage = usage + self._child_usage
         outcome = TurnOutcome(
             turn=turn,
@@ -644,6 +650,7 @@ class Session:
         self._usage = self._usage + usage
         await self._recorder.commit(TurnEndRecord(outcome=outcome))
         await self._recorder.sync_turn()
+        _oplog.turn_done(outcome, rounds=rounds, messages=self._turn_messages, started=started)
         self._hub.publish(TurnDone(outcome=outcome))
         handle._resolve(outcome)
         return turn
@@ -749,6 +756,7 @@ class Session:
             try:
                 self._hub.publish(SessionClosed(reason=reason))
                 self._hub.end()
+                _oplog.closed(self, reason, pending=len(self._unacknowledged()))
             finally:  # whatever happened, nobody waits for this Session forever
                 if self._closed is not None:
                     self._closed.set()
