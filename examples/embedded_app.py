@@ -69,11 +69,10 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
         async with AsyncExitStack() as stack:
             llm = config or LLMConfig.from_env()
             if not llm.is_configured:
-                from xai.cli._scripted import scripted_model
-                from xai.testing import OpenAIWireServer
+                from xai.testing import OpenAIWireServer, demo_model
 
                 server = await stack.enter_async_context(OpenAIWireServer())
-                server.script.add_responder(scripted_model)
+                server.script.add_responder(demo_model)
                 llm = server.llm_config()
             provider = await stack.enter_async_context(OpenAIProvider(llm))
             state["agent"] = await stack.enter_async_context(Agent(agent_dir, provider))

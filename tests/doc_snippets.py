@@ -20,7 +20,12 @@ class Snippet(msgspec.Struct, frozen=True):
     name: str
     """``PATH:LINE`` of the fence, e.g. ``docs/agent.md:12``."""
     code: str
-    needs_model: bool
+    marker: str | None
+    """The HTML comment on the line just before the fence, if there is one."""
+
+    @property
+    def needs_model(self) -> bool:
+        return self.marker == NEEDS_MODEL
 
 
 def markdown_files() -> list[Path]:
@@ -35,5 +40,6 @@ def snippets(path: Path) -> list[Snippet]:
         previous = before.rstrip("\n").rsplit("\n", 1)[-1]
         line = before.count("\n") + 1
         name = f"{path.relative_to(ROOT)}:{line}"
-        found.append(Snippet(name, match.group(1), needs_model=previous == NEEDS_MODEL))
+        marker = previous if previous.startswith("<!--") else None
+        found.append(Snippet(name, match.group(1), marker))
     return found

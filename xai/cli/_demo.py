@@ -64,11 +64,10 @@ async def run_demo(
         if config.is_configured:
             render.line(f"xai demo — live model {config.model!r} at {config.base_url or 'OpenAI'}")
         else:
-            from xai.cli._scripted import scripted_model
-            from xai.testing import OpenAIWireServer
+            from xai.testing import OpenAIWireServer, demo_model
 
             server = await stack.enter_async_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
+            server.script.add_responder(demo_model)
             config = server.llm_config()
             render.line(
                 "xai demo — a SCRIPTED model (no LLM_* set) answers over real HTTP from xai's\n"
