@@ -6,6 +6,7 @@ shutdown. Offline by default (xai's OpenAI-wire test server plays a scripted
 model); set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL for a real one.
 
     python examples/embedded_app.py            # then open http://127.0.0.1:8000
+    XAI_AGENT_DIR=app-agent python examples/embedded_app.py   # keep the Agent in ./app-agent
 
 Endpoints: ``GET /`` a minimal page; ``POST /sessions`` opens a Session;
 ``GET /chat?session=ID&message=TEXT`` streams the answer as Server-Sent
@@ -68,11 +69,10 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
         async with AsyncExitStack() as stack:
             llm = config or LLMConfig.from_env()
             if not llm.is_configured:
-                from xai.cli._scripted import scripted_model
-                from xai.testing import OpenAIWireServer
+                from xai.testing import OpenAIWireServer, demo_model
 
                 server = await stack.enter_async_context(OpenAIWireServer())
-                server.script.add_responder(scripted_model)
+                server.script.add_responder(demo_model)
                 llm = server.llm_config()
             provider = await stack.enter_async_context(OpenAIProvider(llm))
             state["agent"] = await stack.enter_async_context(Agent(agent_dir, provider))
@@ -135,9 +135,14 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
 def main() -> None:
     import uvicorn
 
-    directory = Path(os.environ.get("XAI_AGENT_DIR") or tempfile.mkdtemp(prefix="xai-app-"))
-    print(f"Agent directory: {directory}; open http://127.0.0.1:8000")
-    uvicorn.run(create_app(directory), host="127.0.0.1", port=int(os.environ.get("PORT", "8000")))
+    port = int(os.environ.get("PORT", "8000"))
+    with tempfile.TemporaryDirectory(prefix="xai-app-") as tmp:
+        kept = os.environ.get("XAI_AGENT_DIR")
+        directory = Path(kept or tmp)
+        print(f"Agent directory: {directory}; open http://127.0.0.1:{port}")
+        if not kept:
+            print("(temporary, removed when the app stops; set XAI_AGENT_DIR to keep the Agent)")
+        uvicorn.run(create_app(directory), host="127.0.0.1", port=port)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ with xai's hybrid retrieval on a small made-up conversation in the LoCoMo format
 Runs offline; ``xai eval`` does the same on the real datasets (docs/eval.md).
 
     python examples/memory_eval.py [OUT_DIR]
+
+The report is written to OUT_DIR; without it, to a temporary folder removed at the end.
 """
 
 from __future__ import annotations
@@ -128,5 +130,9 @@ async def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="xai-eval-"))
-    anyio.run(main, target)
+    if len(sys.argv) > 1:  # the report stays there
+        anyio.run(main, Path(sys.argv[1]))
+    else:
+        with tempfile.TemporaryDirectory(prefix="xai-eval-") as tmp:
+            anyio.run(main, Path(tmp))
+        print("(removed with its temporary folder; give a folder, e.g. out/eval, to keep it)")

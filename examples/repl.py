@@ -23,11 +23,10 @@ async def main() -> None:
     async with AsyncExitStack() as stack:
         config = LLMConfig.from_env()
         if not config.is_configured:
-            from xai.cli._scripted import scripted_model
-            from xai.testing import OpenAIWireServer
+            from xai.testing import OpenAIWireServer, demo_model
 
             server = await stack.enter_async_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
+            server.script.add_responder(demo_model)
             config = server.llm_config()
         provider = await stack.enter_async_context(OpenAIProvider(config))
         directory = stack.enter_context(tempfile.TemporaryDirectory())

@@ -44,6 +44,12 @@ LAYERS: dict[str, int] = {
     # An Agent served over MCP (`xai mcp serve`): a facade over the Agent, like core.
     "mcp": 8,
     "agent": 7,
+    # The test doubles stand in for a model: they speak the provider protocol and never use a
+    # Query. One of them, `demo_model` (the scripted model of `xai demo` and the offline Quick
+    # start), answers the Session's extraction and the memory's judge prompts, so it knows
+    # their markers: above session and memory. The facades run them (the offline demo, the
+    # scripted runner and eval).
+    "testing": 7,
     # Session and memory are siblings under the Agent: a Session never reaches the Agent's
     # memory store (rule 8), and the store knows nothing of Sessions (rule 7: the Agent writes it).
     "session": 6,
@@ -52,9 +58,6 @@ LAYERS: dict[str, int] = {
     # extraction, the memory judge, `run_agent` and the evaluation's scorer.
     "structured": 5,
     "query": 4,
-    # The test doubles speak the provider protocol and never use a Query (they stand in for
-    # a model); the facades may run them (the offline demo, the scripted runner and eval).
-    "testing": 4,
     "providers": 3,
     "tools": 3,
     # Shared support: atomic files (logs), logging and configuration (redaction), events

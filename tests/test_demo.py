@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -10,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from xai.cli import main
+from xai.cli._demo import fallback_reason, run_demo
+from xai.config import LLMConfig
 from xai.memory._ledger import Ledger
+from xai.testing import HttpError, OpenAIWireServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,7 +51,7 @@ def test_demo_tours_a_whole_agent_and_remembers_across_runs(
     offline(monkeypatch)
     assert main(["demo", "--agent-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "SCRIPTED model" in out and "It remembers 0 fact(s)" in out
+    assert "SCRIPTED model" in out and "no LLM_* set" in out and "It remembers 0 fact(s)" in out
     assert "✓ get_weather [ok]" in out and "Tokyo: clear, 71.6 °F" in out  # a tool call streamed
     assert "[memory: add" in out  # candidates adjudicated into chromadb
     assert "- The user's name is Ada." in out  # the second Session's prefix
@@ -81,3 +85,50 @@ def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert done.value.code == 0 and "demo" in out and "exit codes" in out
     assert main(["demo", "--log-level", "chatty"]) == 2
     assert "unknown log level" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({}, "no LLM_* set"),
+        ({"LLM_MODEL": "gpt-4o-mini"}, "LLM_API_KEY is missing (the OpenAI API needs a key;"),
+        (
+            {"LLM_MODEL": "m", "LLM_BASE_URL": "https://api.example.com/v1"},
+            "LLM_API_KEY is missing (https://api.example.com/v1 needs a key;",
+        ),
+        ({"LLM_API_KEY": "sk-test"}, "LLM_* incomplete: LLM_MODEL is missing"),
+        ({"LLM_BASE_URL": "https://api.example.com/v1"}, "LLM_MODEL and LLM_API_KEY are missing"),
+    ],
+)
+def test_the_fallback_names_what_is_missing(env: dict[str, str], reason: str) -> None:
+    assert reason in fallback_reason(LLMConfig.from_env(env))
+
+
+def test_a_half_configured_model_is_named_not_silently_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model`` alone is not a configured model: the tour says which variable is missing."""
+    offline(monkeypatch)
+    assert main(["demo", "--agent-dir", str(tmp_path), "--model", "gpt-4o-mini"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "LLM_* incomplete: LLM_API_KEY is missing" in first and "SCRIPTED" in first
+    assert "no LLM_* set" not in first
+
+
+@pytest.mark.anyio
+async def test_the_demo_promises_to_remember_only_what_is_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that refuses every request: each step fails, nothing is remembered, and the
+    tour says so instead of "Run `xai demo` again: the Agent will remember"."""
+    offline(monkeypatch)
+    refusing = Reply(fault=HttpError(status=401, message="invalid api key"))
+    with OpenAIWireServer() as server:
+        server.script.default = refusing
+        env = {"LLM_BASE_URL": server.base_url, "LLM_MODEL": server.model}  # local: no key
+        out = io.StringIO()
+        assert await run_demo(tmp_path, env=env, out=out) == 1
+    text = out.getvalue()
+    assert "0 fact(s) in memory" in text and "A step failed" in text
+    assert "will remember" not in text
+    assert "Nothing is in memory, so a second run starts from scratch." in text

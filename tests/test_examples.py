@@ -1,29 +1,13 @@
-"""The scripts in examples/ run offline, as a user would run them, and finish cleanly."""
+"""The scripts in examples/ run offline, as a user would run them, finish cleanly and leave
+nothing in the temporary directory."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_example(name: str) -> subprocess.CompletedProcess[str]:
-    # Without LLM_* / EMBEDDING_* the examples use the local scripted model and embeddings.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.example_helpers import run_example
 
 
 @pytest.mark.timeout(150)
@@ -41,8 +25,7 @@ def run_example(name: str) -> subprocess.CompletedProcess[str]:
         ),
     ],
 )
-def test_example_runs_offline(name: str, expected: list[str]) -> None:
-    result = run_example(name)
-    assert result.returncode == 0, result.stderr
+def test_example_runs_offline(name: str, expected: list[str], tmp_path: Path) -> None:
+    result = run_example(name, tmp=tmp_path, timeout=120)
     for line in expected:
         assert line in result.stdout, result.stdout

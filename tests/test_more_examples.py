@@ -1,27 +1,17 @@
-"""Every example runs offline (subprocesses, no LLM_* in the environment)."""
+"""Every example runs offline (subprocesses, no LLM_* in the environment) and leaves
+nothing in the temporary directory."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
-from tests.test_demo import ROOT, clean_env
+from tests.example_helpers import run_example
 
 
-def run(script: str, *args: str, stdin: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / script), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=clean_env(),
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+def run(script: str, *args: str, tmp: Path, stdin: str = "") -> str:
+    return run_example(script, *args, tmp=tmp, stdin=stdin).stdout
 
 
 @pytest.mark.parametrize(
@@ -41,11 +31,11 @@ def run(script: str, *args: str, stdin: str = "") -> str:
     ],
 )
 def test_example_runs_offline(
-    script: str, args: tuple[str, ...], stdin: str, expected: str
+    script: str, args: tuple[str, ...], stdin: str, expected: str, tmp_path: Path
 ) -> None:
-    assert expected in run(script, *args, stdin=stdin)
+    assert expected in run(script, *args, tmp=tmp_path, stdin=stdin)
 
 
-def test_the_repl_example_remembers() -> None:
-    out = run("repl.py", stdin="Hi, I'm Ada\n")
+def test_the_repl_example_remembers(tmp_path: Path) -> None:
+    out = run("repl.py", tmp=tmp_path, stdin="Hi, I'm Ada\n")
     assert 'remembered: ["The user\'s name is Ada."]' in out

@@ -12,9 +12,8 @@ import pexpect
 import pytest
 
 from tests.test_demo import ROOT, clean_env
-from xai.cli._scripted import scripted_model
 from xai.memory._ledger import Ledger
-from xai.testing import OpenAIWireServer, Reply
+from xai.testing import OpenAIWireServer, Reply, demo_model
 
 _ESCAPES = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 
@@ -35,7 +34,7 @@ def long_story(body: Mapping[str, Any]) -> Reply | None:
 def test_chat_in_a_terminal(tmp_path: Path) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(long_story)
-        server.script.add_responder(scripted_model)
+        server.script.add_responder(demo_model)
         env = clean_env(
             LLM_BASE_URL=server.base_url,
             LLM_MODEL="scripted",

@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import offline, run_cli
+from tests.example_helpers import run_example
 from xai.testing import OpenAIWireServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,17 +40,8 @@ def ticket_responder(body: Mapping[str, Any]) -> Reply:
 
 
 @pytest.mark.timeout(150)
-def test_the_example_runs_offline() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "run_agent_scenario.py")],
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+def test_the_example_runs_offline(tmp_path: Path) -> None:
+    result = run_example("run_agent_scenario.py", tmp=tmp_path, timeout=120)
     out = result.stdout
     for expected in [
         "ingested returns_policy.md: 1 chunk(s) into 'support'",

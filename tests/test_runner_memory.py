@@ -16,11 +16,10 @@ import pytest
 import xai.runner
 from xai.agent import Agent
 from xai.cli import main as cli_main
-from xai.cli._scripted import scripted_model
 from xai.memory import OpenAIEmbedder
 from xai.memory._ledger import Ledger
 from xai.runner import RunReport, run_batch, run_input, validate_input
-from xai.testing import OpenAIWireServer, ScriptedProvider
+from xai.testing import OpenAIWireServer, ScriptedProvider, demo_model
 
 RUNNER = Path(xai.runner.__file__).parent
 
@@ -28,7 +27,7 @@ RUNNER = Path(xai.runner.__file__).parent
 @pytest.fixture
 def server() -> Iterator[OpenAIWireServer]:
     with OpenAIWireServer() as running:
-        running.script.add_responder(scripted_model)
+        running.script.add_responder(demo_model)
         yield running
 
 

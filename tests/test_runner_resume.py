@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import pytest
 
-from xai.cli._scripted import scripted_model
 from xai.messages import (
     AssistantMessage,
     ToolCall,
@@ -39,7 +38,14 @@ from xai.session import (
     TurnEndRecord,
     read_journal,
 )
-from xai.testing import HttpError, OpenAIWireServer, RecordedRequest, Reply, ScriptedCall
+from xai.testing import (
+    HttpError,
+    OpenAIWireServer,
+    RecordedRequest,
+    Reply,
+    ScriptedCall,
+    demo_model,
+)
 from xai.tools import tool
 
 pytestmark = pytest.mark.anyio
@@ -189,7 +195,7 @@ async def test_a_session_that_was_closing_only_hands_over_its_candidates(
     """The run stopped while its Session closed and nobody had taken its memory candidates
     (the journal says ``closing``): resume sends nothing, the Agent decides them, and the
     trace says which inputs were never sent."""
-    openai_server.script.add_responder(scripted_model)
+    openai_server.script.add_responder(demo_model)
     source = tmp_path / "live"
 
     def lost_owner(context: FinalizingContext) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.test_examples import run_example
+from tests.example_helpers import run_example
 
 
 @pytest.mark.timeout(150)
-def test_the_tracing_example_prints_the_span_tree() -> None:
-    result = run_example("otel_tracing.py")
-    assert result.returncode == 0, result.stderr
+def test_the_tracing_example_prints_the_span_tree(tmp_path: Path) -> None:
+    result = run_example("otel_tracing.py", tmp=tmp_path)
     lines = result.stdout.splitlines()
     names = [line.split("  [")[0] for line in lines if line.strip() and "answer:" not in line]
     assert names == [

@@ -13,21 +13,18 @@ the calculation expert shows its expression, ...). Online: set LLM_MODEL
     python examples/experiments/compare_prompt_templates.py [OUTDIR]
 
 Prints a Markdown table and writes it, with the run's artifacts, to OUTDIR
-(default: a new temporary folder).
+(default: a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import anyio
-from _experiment import cell, model, read_json
+from _experiment import cell, model, read_json, run_experiment
 
 from xai.runner import run_input, validate_input
 from xai.testing import Reply, ScriptedCall
@@ -111,10 +108,4 @@ async def main(outdir: Path, home: Path) -> str:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="xai-exp-"))
-    with tempfile.TemporaryDirectory(prefix="xai-home-") as home:
-        table = anyio.run(main, out, Path(home))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare_prompt_templates.md").write_text(table, encoding="utf-8")
-    print(table)
-    print(f"written to {out / 'compare_prompt_templates.md'}")
+    run_experiment(main, "compare_prompt_templates")

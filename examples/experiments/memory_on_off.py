@@ -16,23 +16,19 @@ local MiniLM model. Online: set LLM_MODEL (+ LLM_API_KEY, LLM_BASE_URL).
     python examples/experiments/memory_on_off.py [OUTDIR]
 
 Prints a Markdown table and writes it, with each run's artifacts, to OUTDIR
-(default: a new temporary folder).
+(default: a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
-import tempfile
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import anyio
-from _experiment import cell, model, read_json
+from _experiment import cell, model, read_json, run_experiment
 
 from xai.memory import LongTermMemory
 from xai.providers import Provider
@@ -116,11 +112,4 @@ async def main(outdir: Path, home: Path) -> str:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="xai-exp-"))
-    with tempfile.TemporaryDirectory(prefix="xai-home-") as home:
-        os.environ["XAI_HOME"] = home  # nothing below may reach the user's own home
-        out.mkdir(parents=True, exist_ok=True)
-        table = anyio.run(main, out, Path(home))
-    (out / "memory_on_off.md").write_text(table, encoding="utf-8")
-    print(table)
-    print(f"written to {out / 'memory_on_off.md'}")
+    run_experiment(main, "memory_on_off")

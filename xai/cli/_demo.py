@@ -25,7 +25,7 @@ from xai.providers import OpenAIProvider
 from xai.session import Session, SessionConfig
 from xai.tools import tool
 
-__all__ = ["get_weather", "run_demo"]
+__all__ = ["fallback_reason", "get_weather", "run_demo"]
 
 _WEATHER: dict[str, dict[str, Any]] = {
     "paris": {"city": "Paris", "condition": "light rain", "celsius": 14},
@@ -47,6 +47,20 @@ def get_weather(city: str) -> dict[str, Any]:
     return {**found, "fahrenheit": round(found["celsius"] * 9 / 5 + 32, 1)}
 
 
+def fallback_reason(config: LLMConfig) -> str:
+    """Why the demo plays a scripted model: nothing set, or which variables are missing."""
+    if config.model is None and config.api_key is None and config.base_url is None:
+        return "no LLM_* set"
+    missing = ["LLM_MODEL"] if config.model is None else []
+    why = ""
+    if config.api_key is None and not config.is_local:
+        missing.append("LLM_API_KEY")
+        where = config.base_url or "the OpenAI API"
+        why = f" ({where} needs a key; a local LLM_BASE_URL does not)"
+    verb = "is" if len(missing) == 1 else "are"
+    return f"LLM_* incomplete: {' and '.join(missing)} {verb} missing{why}"
+
+
 async def _turn(session: Session, text: str, printer: Printer) -> bool:
     printer.render.line(f"\nuser: {text}")
     outcome = await session.send(text)
@@ -64,17 +78,17 @@ async def run_demo(
         if config.is_configured:
             render.line(f"xai demo — live model {config.model!r} at {config.base_url or 'OpenAI'}")
         else:
-            from xai.cli._scripted import scripted_model
-            from xai.testing import OpenAIWireServer
+            from xai.testing import OpenAIWireServer, demo_model
 
             server = await stack.enter_async_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
-            config = server.llm_config()
+            server.script.add_responder(demo_model)
             render.line(
-                "xai demo — a SCRIPTED model (no LLM_* set) answers over real HTTP from xai's\n"
-                f"OpenAI-wire test server at {server.base_url}; everything else is real.\n"
-                "Set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL to tour with a real model."
+                f"xai demo — {fallback_reason(config)}, so a SCRIPTED model answers over\n"
+                f"real HTTP from xai's OpenAI-wire test server at {server.base_url};\n"
+                "everything else is real. Set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL to tour\n"
+                "with a real model."
             )
+            config = server.llm_config()
         provider = await stack.enter_async_context(OpenAIProvider(config))
         agent = Agent(
             agent_dir,
@@ -143,6 +157,12 @@ async def run_demo(
         facts = agent.memory.facts()
         render.line(
             f"\n6. Done. {len(facts)} fact(s) in memory, {len(agent.memory.ledger())} decisions in "
-            f"the ledger. Run `xai demo` again: the Agent will remember."
+            "the ledger."
         )
+        if not ok:
+            render.line("   A step failed (see above).")
+        if facts:
+            render.line("   Run `xai demo` again: the Agent will remember.")
+        else:
+            render.line("   Nothing is in memory, so a second run starts from scratch.")
     return 0 if ok else 1

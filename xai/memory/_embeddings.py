@@ -99,6 +99,10 @@ class LocalMiniLM:
         with self._lock:
             if self._session is not None:  # another thread loaded it meanwhile
                 return  # type: ignore[unreachable]
+            # onnxruntime >= 1.29 ships telemetry on Linux and macOS: without this it writes
+            # `$TMPDIR/.ses` and `~/.cache/Microsoft/DeveloperTools/deviceid` and tries to reach
+            # Microsoft's collector. A local model stays local; set the variable to 0 to opt in.
+            os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
             import onnxruntime
             from tokenizers import Tokenizer
 
