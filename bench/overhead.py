@@ -408,28 +408,41 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
     return 1 if check_goal and not met else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Client CPU per exchange: xai's Query against a plain openai SDK loop."
-    )
+def plan_parser(
+    description: str, *, repeats_help: str, max_seconds: float = DEFAULT_MAX_SECONDS
+) -> argparse.ArgumentParser:
+    """The options every CPU bench of this kind takes (runs, warm-up, repeats, time cap)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--runs", type=int, help=f"measured runs per process ({DEFAULT_RUNS})")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} measured runs")
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="rounds per variant")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help=repeats_help)
     parser.add_argument(
         "--max-seconds",
         type=float,
-        default=DEFAULT_MAX_SECONDS,
+        default=max_seconds,
         help="wall-time cap of one process's measured runs",
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if the goal is not met")
-    parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def plan_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan:
     runs: int = args.runs if args.runs is not None else QUICK_RUNS if args.quick else DEFAULT_RUNS
     if runs < 1 or args.repeats < 1 or args.warmup < 0 or args.max_seconds <= 0:
         parser.error("--runs and --repeats must be >= 1, --warmup >= 0, --max-seconds > 0")
-    plan = Plan(runs=runs, warmup=max(1, args.warmup), max_seconds=args.max_seconds)
+    return Plan(runs=runs, warmup=max(1, args.warmup), max_seconds=args.max_seconds)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = plan_parser(
+        "Client CPU per exchange: xai's Query against a plain openai SDK loop.",
+        repeats_help="rounds per variant",
+    )
+    parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    plan = plan_from(parser, args)
     if args.variant is not None:
         if not args.base_url:
             parser.error("--variant needs --base-url")

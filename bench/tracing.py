@@ -8,9 +8,10 @@ as an application would set it up: a ``TracerProvider`` with a
 ``BatchSpanProcessor`` (its exporter drops the batches, so no network is measured,
 but the processor's thread is: ``time.process_time()`` counts every thread) and a
 ``MeterProvider`` with an in-memory reader. Each exchange then makes two ``chat``
-spans, one ``execute_tool`` span and six histogram records.
+spans, one ``execute_tool`` span and six histogram records. Variant ``spans`` is
+``on`` with the metrics left to a no-op ``MeterProvider``: what the spans alone cost.
 
-Both variants run in the same child process, in alternating blocks of 10
+The variants run in the same child process, in alternating blocks of 10
 exchanges (two Queries on one provider), so a machine that gets busier or quieter
 moves both alike; ``--repeats`` fresh processes do that, and the ratio reported is
 the median of their ratios.
@@ -37,23 +38,29 @@ import _common
 import anyio
 import msgspec
 from _common import Server, exit_on_sigterm, lookup, lookup_calls
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from overhead import MODEL, PROMPT, Figures, Plan, build_script, check_result
+from overhead import (
+    MODEL,
+    PROMPT,
+    Figures,
+    Plan,
+    build_script,
+    check_result,
+    plan_from,
+    plan_parser,
+)
 
 import xai
 from xai.telemetry import Telemetry
 
-Variant = Literal["off", "on"]
-VARIANTS: tuple[Variant, ...] = ("off", "on")
+Variant = Literal["off", "spans", "on"]
+VARIANTS: tuple[Variant, ...] = ("off", "spans", "on")
 
 GOAL_RATIO = 1.10
-DEFAULT_RUNS = 300
-QUICK_RUNS = 50
-DEFAULT_WARMUP = 20
-DEFAULT_REPEATS = 3
 DEFAULT_MAX_SECONDS = 12.0
 MIN_RUNS = 20
 SPANS_PER_EXCHANGE = 3
@@ -76,9 +83,10 @@ class Dropped(SpanExporter):
 
 
 class Pair(msgspec.Struct, frozen=True, kw_only=True):
-    """What one child process reports: both variants, measured interleaved."""
+    """What one child process reports: every variant, measured interleaved."""
 
     off: Figures
+    spans: Figures
     on: Figures
 
 
@@ -93,10 +101,12 @@ async def run(base_url: str, plan: Plan) -> Pair:
     tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    spans_only = Telemetry(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
     try:
         async with provider:
             queries: dict[Variant, xai.Query] = {
                 "off": xai.Query(provider, tools=[lookup]),
+                "spans": xai.Query(provider, tools=[lookup], telemetry=spans_only),
                 "on": xai.Query(provider, tools=[lookup], telemetry=telemetry),
             }
             for query in queries.values():
@@ -107,7 +117,7 @@ async def run(base_url: str, plan: Plan) -> Pair:
         tracer_provider.force_flush()
         tracer_provider.shutdown()
         meter_provider.shutdown()
-    expected = (plan.warmup + pair.on.runs) * SPANS_PER_EXCHANGE
+    expected = 2 * (plan.warmup + pair.on.runs) * SPANS_PER_EXCHANGE  # spans and on
     if exporter.spans != expected:
         raise AssertionError(f"{exporter.spans} spans exported, expected {expected}")
     return pair
@@ -117,8 +127,8 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
     """Client CPU (this process, every thread) and wall time of ``plan.runs`` exchanges per
     variant, in alternating blocks."""
     calls_before = lookup_calls()
-    cpu: dict[Variant, float] = {"off": 0.0, "on": 0.0}
-    wall: dict[Variant, float] = {"off": 0.0, "on": 0.0}
+    cpu: dict[Variant, float] = dict.fromkeys(VARIANTS, 0.0)
+    wall: dict[Variant, float] = dict.fromkeys(VARIANTS, 0.0)
     runs = 0
     gc.collect()
     deadline = time.perf_counter() + plan.max_seconds
@@ -137,7 +147,7 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
         runs += block
         if runs >= MIN_RUNS and time.perf_counter() > deadline:
             break
-    if lookup_calls() - calls_before != 2 * runs:
+    if lookup_calls() - calls_before != len(VARIANTS) * runs:
         raise AssertionError(f"the tool ran {lookup_calls() - calls_before} times in {runs} runs")
 
     def figures(variant: Variant) -> Figures:
@@ -150,7 +160,7 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
             wall_ms_per_run=wall[variant] * 1000 / runs,
         )
 
-    return Pair(off=figures("off"), on=figures("on"))
+    return Pair(off=figures("off"), spans=figures("spans"), on=figures("on"))
 
 
 def child(base_url: str, plan: Plan) -> int:
@@ -168,7 +178,7 @@ def run_child(base_url: str, plan: Plan) -> Pair:
 def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     server = Server(build_script())
-    results: dict[Variant, list[Figures]] = {"off": [], "on": []}
+    results: dict[Variant, list[Figures]] = {variant: [] for variant in VARIANTS}
     try:
         base_url = server.start()
         print(f"server: {base_url} (a separate process; only client CPU is measured)")
@@ -180,9 +190,11 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         for round_ in range(repeats):
             pair = run_child(base_url, plan)
             results["off"].append(pair.off)
+            results["spans"].append(pair.spans)
             results["on"].append(pair.on)
             print(
-                f"  process {round_ + 1}: off {pair.off.cpu_ms_per_run:.3f} / on "
+                f"  process {round_ + 1}: off {pair.off.cpu_ms_per_run:.3f} / spans "
+                f"{pair.spans.cpu_ms_per_run:.3f} / on "
                 f"{pair.on.cpu_ms_per_run:.3f} ms CPU/run, off {pair.off.wall_ms_per_run:.3f} "
                 f"/ on {pair.on.wall_ms_per_run:.3f} ms wall/run ({pair.on.runs} runs each)"
             )
@@ -206,8 +218,13 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         b.wall_ms_per_run / a.wall_ms_per_run
         for a, b in zip(results["off"], results["on"], strict=True)
     )
+    spans_ratio = statistics.median(
+        b.cpu_ms_per_run / a.cpu_ms_per_run
+        for a, b in zip(results["off"], results["spans"], strict=True)
+    )
     met = cpu_ratio <= GOAL_RATIO
     print(f"tracing off: {off_cpu:.3f} ms CPU/run, {off_wall:.3f} ms wall/run")
+    print(f"spans only:  {median('spans'):.3f} ms CPU/run (spans/off CPU ratio {spans_ratio:.3f})")
     print(f"tracing on:  {on_cpu:.3f} ms CPU/run, {on_wall:.3f} ms wall/run")
     print(
         f"on/off CPU ratio: {cpu_ratio:.3f} (per round: "
@@ -218,6 +235,8 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         "off_cpu_ms_per_run": round(off_cpu, 4),
         "on_cpu_ms_per_run": round(on_cpu, 4),
         "on_vs_off_cpu_ratio": round(cpu_ratio, 4),
+        "spans_cpu_ms_per_run": round(median("spans"), 4),
+        "spans_vs_off_cpu_ratio": round(spans_ratio, 4),
         "off_wall_ms_per_run": round(off_wall, 4),
         "on_wall_ms_per_run": round(on_wall, 4),
         "on_vs_off_wall_ratio": round(wall_ratio, 4),
@@ -233,27 +252,14 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Query CPU per exchange with OpenTelemetry tracing on against off."
+    parser = plan_parser(
+        "Query CPU per exchange with OpenTelemetry tracing on against off.",
+        repeats_help="child processes",
+        max_seconds=DEFAULT_MAX_SECONDS,
     )
-    parser.add_argument("--runs", type=int, help=f"measured runs per process ({DEFAULT_RUNS})")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} measured runs")
-    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="child processes")
-    parser.add_argument(
-        "--max-seconds",
-        type=float,
-        default=DEFAULT_MAX_SECONDS,
-        help="wall-time cap of one process's measured runs",
-    )
-    parser.add_argument("--check", action="store_true", help="exit 1 if the goal is not met")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    runs: int = args.runs if args.runs is not None else QUICK_RUNS if args.quick else DEFAULT_RUNS
-    if runs < 1 or args.repeats < 1 or args.warmup < 0 or args.max_seconds <= 0:
-        parser.error("--runs and --repeats must be >= 1, --warmup >= 0, --max-seconds > 0")
-    plan = Plan(runs=runs, warmup=max(1, args.warmup), max_seconds=args.max_seconds)
+    plan = plan_from(parser, args)
     if args.child:
         if not args.base_url:
             parser.error("--child needs --base-url")
