@@ -64,11 +64,10 @@ async def serve_agent(directory: Path, http: str | None) -> int:
     config = LLMConfig.from_env()
     async with AsyncExitStack() as stack:
         if not config.is_configured:
-            from xai.cli._scripted import scripted_model
-            from xai.testing import OpenAIWireServer
+            from xai.testing import OpenAIWireServer, demo_model
 
             server = await stack.enter_async_context(OpenAIWireServer())
-            server.script.add_responder(scripted_model)
+            server.script.add_responder(demo_model)
             config = server.llm_config()
             print("xai mcp: no LLM_* set: a scripted model answers (offline)", file=sys.stderr)
         provider = await stack.enter_async_context(OpenAIProvider(config))
