@@ -38,6 +38,7 @@ LOCOMO ?= ../shared/data/locomo10.json
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/tracing.py
+	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/sessions.py
 	$(BIN)/python bench/memory.py
 	@$(MAKE) --no-print-directory bench-locomo
