@@ -81,7 +81,9 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
     refused by strict endpoints (Mistral, Anthropic-compatible ones), so it goes
     out as ``EMPTY_REPLY_TEXT`` (``INTERRUPTED_REPLY_TEXT`` if it was cut off):
     the model learns that its turn said nothing, and user and assistant
-    messages still alternate. Blank text beside tool calls goes out as ``null``.
+    messages still alternate. Blank text beside tool calls goes out as ``""``:
+    OpenAI takes ``null`` or ``""`` there, but llama.cpp's server answers 500
+    to ``null`` (or no content), which would fail every tool loop's second round.
     The partial text of an interrupted message goes out as it is, as a chat
     window shows a stopped answer; the next input says what happened.
     """
@@ -90,8 +92,11 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
         if isinstance(message, UserMessage):
             wire.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
-            text = message.content if message.content.strip() else None
-            entry: dict[str, Any] = {"role": "assistant", "content": text}
+            blank = not message.content.strip()
+            entry: dict[str, Any] = {
+                "role": "assistant",
+                "content": "" if blank else message.content,
+            }
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -101,7 +106,7 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
                     }
                     for call in message.tool_calls
                 ]
-            elif text is None:
+            elif blank:
                 entry["content"] = (
                     INTERRUPTED_REPLY_TEXT if message.interrupted else EMPTY_REPLY_TEXT
                 )

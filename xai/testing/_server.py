@@ -89,6 +89,18 @@ def _error(
     )
 
 
+def _null_tool_content(body: dict[str, Any]) -> bool:
+    """Whether an assistant message with tool calls has ``content`` null or missing."""
+    messages = body.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and m.get("tool_calls")
+        and m.get("content") is None
+        for m in messages
+    )
+
+
 class OpenAIWireServer:
     """``/v1/chat/completions`` (JSON and SSE), ``/v1/embeddings`` and ``/v1/models``.
 
@@ -116,6 +128,7 @@ class OpenAIWireServer:
         send_usage: bool = True,
         validate_requests: bool = True,
         ignore_stream: bool = False,
+        refuse_null_tool_content: bool = False,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -128,6 +141,9 @@ class OpenAIWireServer:
         self.ignore_stream = ignore_stream
         """Quirk: answer every chat request with one whole JSON body, as gateways that ignore
         ``"stream": true`` do (``application/json``, not an event stream)."""
+        self.refuse_null_tool_content = refuse_null_tool_content
+        """Quirk of llama.cpp's server: answer HTTP 500 to a request holding an assistant
+        message with tool calls whose ``content`` is ``null`` or missing (``""`` is taken)."""
         self.host = host
         self.port = port
         self.model = model
@@ -326,6 +342,9 @@ class OpenAIWireServer:
         body = await self._record(request, chat=True)
         if isinstance(body, Response):
             return body
+        if self.refuse_null_tool_content and _null_tool_content(body):
+            # What llama-cpp-python's server says when its chat template meets the null.
+            return _error(500, 'can only concatenate str (not "NoneType") to str')
         try:
             reply = self.script.next_reply(body)
         except ScriptExhausted as exc:
