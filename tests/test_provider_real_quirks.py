@@ -6,9 +6,19 @@ real ``openai`` client against it, so CI keeps the fix without a real model.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from xai.providers import OpenAIProvider
+from xai.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from xai.providers import (
+    OpenAIProvider,
+    ProviderEvent,
+    ProviderRequest,
+    StreamFinished,
+    ToolCallChunk,
+    ToolCallReady,
+)
 from xai.query import Query
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 from xai.tools import ToolSet, tool
@@ -35,3 +45,61 @@ async def test_a_tool_loop_survives_a_server_that_refuses_null_content(
     [_, second] = openai_server.chat_requests()
     sent = second.body["messages"][1]
     assert sent["role"] == "assistant" and sent["tool_calls"] and sent["content"] == ""
+
+
+async def stream_events(provider: OpenAIProvider, text: str) -> list[ProviderEvent]:
+    request = ProviderRequest(messages=(UserMessage(content=text),), tools=ToolSet([lookup]).specs)
+    return [event async for event in provider.stream(request)]
+
+
+async def test_tool_calls_with_the_id_and_name_on_every_piece_are_assembled_once(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.tool_call_style = "llama.cpp"
+    long = "a fairly long query to split into pieces"
+    openai_server.push(
+        Reply(
+            tool_calls=(
+                ScriptedCall(name="lookup", arguments={"q": long}, id="call_a"),
+                ScriptedCall(name="lookup", arguments={"q": "y"}, id="call_b"),
+            ),
+            argument_chunk_chars=5,
+        )
+    )
+    events = await stream_events(provider, "Find two things.")
+    ready = [e.call for e in events if isinstance(e, ToolCallReady)]
+    assert ready == [
+        ToolCall("call_a", "lookup", json.dumps({"q": long}, separators=(",", ":"))),
+        ToolCall("call_b", "lookup", '{"q":"y"}'),
+    ]
+    pieces = [e for e in events if isinstance(e, ToolCallChunk)]
+    assert len(pieces) > 4  # the arguments did come in pieces, each naming its call again
+    # The id and the name are announced once per call, as OpenAI streams them.
+    assert [(p.index, p.id, p.name) for p in pieces if p.id or p.name] == [
+        (0, "call_a", "lookup"),
+        (1, "call_b", "lookup"),
+    ]
+    finished = events[-1]
+    assert isinstance(finished, StreamFinished) and finished.reason == "tool_calls"
+
+
+async def test_a_tool_loop_runs_on_llama_cpp_style_and_legacy_function_call_streams(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    for style in ("llama.cpp", "legacy"):
+        openai_server.tool_call_style = style
+        openai_server.push(
+            Reply(
+                tool_calls=(ScriptedCall(name="lookup", arguments={"q": "paris"}),),
+                argument_chunk_chars=3,
+            ),
+            Reply(text="Done."),
+        )
+        result = await Query(provider, tools=ToolSet([lookup])).run([], "Find Paris.")
+        assert result.text == "Done.", style
+        [call] = [
+            c for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+        ]
+        assert call.name == "lookup" and json.loads(call.arguments) == {"q": "paris"}
+        [tool_result] = [m for m in result.messages if isinstance(m, ToolMessage)]
+        assert tool_result.content == "found paris"

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Literal, TypeAlias, assert_never
 
 import anyio
 import msgspec
@@ -43,7 +43,9 @@ from xai.testing._script import (
 from xai.testing._validate import Violation
 from xai.testing._violations import InvalidRequest, screen
 
-__all__ = ["OpenAIWireServer", "RecordedRequest"]
+__all__ = ["OpenAIWireServer", "RecordedRequest", "ToolCallStyle"]
+
+ToolCallStyle: TypeAlias = Literal["openai", "llama.cpp", "legacy"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -129,6 +131,7 @@ class OpenAIWireServer:
         validate_requests: bool = True,
         ignore_stream: bool = False,
         refuse_null_tool_content: bool = False,
+        tool_call_style: ToolCallStyle = "openai",
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -144,6 +147,11 @@ class OpenAIWireServer:
         self.refuse_null_tool_content = refuse_null_tool_content
         """Quirk of llama.cpp's server: answer HTTP 500 to a request holding an assistant
         message with tool calls whose ``content`` is ``null`` or missing (``""`` is taken)."""
+        self.tool_call_style: ToolCallStyle = tool_call_style
+        """How streamed tool calls look: ``"openai"`` (id and name on a call's first piece
+        only), ``"llama.cpp"`` (id, type and name on every piece, plus each piece again in
+        the legacy ``function_call`` field) or ``"legacy"`` (only ``function_call``, no
+        ``tool_calls``; one call per answer, as before OpenAI's ``tools``)."""
         self.host = host
         self.port = port
         self.model = model
@@ -415,6 +423,32 @@ class OpenAIWireServer:
             completion["usage"] = estimate_usage(body, reply)
         return completion
 
+    def _tool_delta(self, piece: tuple[Any, ...], reply: Reply) -> dict[str, Any]:
+        """The delta for one piece of a tool call, in ``tool_call_style``."""
+        _, index, call_id, name, args = piece
+        style = self.tool_call_style
+        if style == "openai":
+            entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+            if call_id is not None:
+                entry["id"] = call_id
+                entry["type"] = "function"
+                entry["function"]["name"] = name
+            return {"tool_calls": [entry]}
+        # Every piece names its call again: the scripted id and name of call ``index``.
+        call = reply.tool_calls[index]
+        call_id = call.id or f"call_{index}_{call.name}"
+        legacy = {"name": call.name, "arguments": args}
+        if style == "legacy":
+            return {"function_call": legacy}
+        if style == "llama.cpp":
+            return {
+                "function_call": legacy,
+                "tool_calls": [
+                    {"index": index, "id": call_id, "type": "function", "function": legacy}
+                ],
+            }
+        assert_never(style)
+
     async def _sse(
         self, body: dict[str, Any], reply: Reply, model: str, include_usage: bool
     ) -> AsyncIterator[bytes]:
@@ -446,13 +480,7 @@ class OpenAIWireServer:
             elif kind == "thinking":
                 yield chunk({reply.reasoning_field: piece[1]})
             else:
-                _, index, call_id, name, args = piece
-                entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
-                if call_id is not None:
-                    entry["id"] = call_id
-                    entry["type"] = "function"
-                    entry["function"]["name"] = name
-                yield chunk({"tool_calls": [entry]})
+                yield chunk(self._tool_delta(piece, reply))
         if isinstance(fault, DropConnection):
             raise _InjectedDrop
         if isinstance(fault, MalformedChunk):  # fewer pieces than after_chunks: send it last
