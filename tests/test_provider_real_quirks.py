@@ -10,7 +10,10 @@ import json
 
 import pytest
 
-from xai.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from tests.session_helpers import drain, summary_responder
+from xai.events import Compacted
+from xai.exceptions import ContextTooLongError
+from xai.messages import AssistantMessage, ToolCall, ToolMessage, TurnStatus, UserMessage
 from xai.providers import (
     OpenAIProvider,
     ProviderEvent,
@@ -20,6 +23,7 @@ from xai.providers import (
     ToolCallReady,
 )
 from xai.query import Query
+from xai.session import Session, SessionConfig
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 from xai.tools import ToolSet, tool
 
@@ -103,3 +107,39 @@ async def test_a_tool_loop_runs_on_llama_cpp_style_and_legacy_function_call_stre
         assert call.name == "lookup" and json.loads(call.arguments) == {"q": "paris"}
         [tool_result] = [m for m in result.messages if isinstance(m, ToolMessage)]
         assert tool_result.content == "found paris"
+
+
+async def test_an_empty_stream_past_the_window_is_an_inferred_context_overflow(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.empty_stream_over = 1000
+    with pytest.raises(ContextTooLongError) as caught:
+        _ = await stream_events(provider, "x" * 2000)
+    assert caught.value.inferred and "empty body" in str(caught.value)
+    assert len(openai_server.chat_requests()) == 1  # not retried: it would only fail again
+    openai_server.push(Reply(text="fine"))
+    events = await stream_events(provider, "short")
+    assert isinstance(events[-1], StreamFinished)
+
+
+async def test_a_session_compacts_and_retries_after_an_empty_stream(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # Turns one and two fit; turn three's request passes 3000 characters and comes back
+    # empty, as llama.cpp answers past its window. The summariser's request is small.
+    openai_server.empty_stream_over = 3000
+    openai_server.script.add_responder(summary_responder("short summary"))
+    openai_server.push(
+        Reply(text="first answer"), Reply(text="second answer"), Reply(text="after compaction")
+    )
+    config = SessionConfig(keep_recent_tokens=10, summariser_input_tokens=100)
+    async with Session(provider, config=config) as session:
+        events = session.subscribe()
+        await session.send("one " + "x" * 1200)
+        await session.send("two " + "y" * 1200)
+        outcome = await session.send("three " + "z" * 600)
+        compactions = [e.event for e in drain(events) if isinstance(e.event, Compacted)]
+    assert outcome.status is TurnStatus.COMPLETED and outcome.text == "after compaction"
+    assert [(c.reason, c.method) for c in compactions] == [("context_too_long", "summary")]
+    sizes = [len(json.dumps(r.body["messages"])) for r in openai_server.chat_requests()]
+    assert sizes[2] > 3000 and sizes[-1] < 3000  # the empty answer, then the compacted retry

@@ -35,10 +35,10 @@ from xai.messages import (
     ToolSpec,
     UserMessage,
 )
-from xai.providers._estimate import fill_missing_usage
+from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
-from xai.providers._wire import decode_body
+from xai.providers._wire import EmptyAnswerError, decode_body
 
 if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: it loads on first use
     import openai
@@ -201,6 +201,26 @@ def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
     return ProviderError(redact(f"unexpected provider failure: {type(exc).__name__}: {exc}"))
 
 
+def _inferred_overflow(request: ProviderRequest) -> ContextTooLongError:
+    """An empty HTTP 200 answer, read as the context overflow it most likely is.
+
+    llama.cpp's server answers a streamed request past its context window with
+    an empty 200 body (the same request unstreamed gets a clean 400
+    ``context_length_exceeded``). Reported as ``ContextTooLongError`` with
+    ``inferred=True``, a Session compacts its history and retries once, as it
+    does for a 400; a server that sends empty bodies for another reason costs
+    one compaction and then fails the turn with this error.
+    """
+    tokens = estimate_prompt_tokens(request)
+    return ContextTooLongError(
+        "the model endpoint answered HTTP 200 with an empty body, which is how some servers "
+        f"(llama.cpp) refuse a request past the context window (about {tokens} tokens sent): "
+        "treated as a context overflow",
+        status_code=200,
+        inferred=True,
+    )
+
+
 class OpenAIProvider:
     """Streams Chat Completions from any OpenAI-compatible endpoint.
 
@@ -341,6 +361,8 @@ class OpenAIProvider:
                     with anyio.CancelScope(shield=True):
                         await response.aclose()
                 return
+            except EmptyAnswerError:
+                error = _inferred_overflow(request)
             except ProviderError:
                 raise
             except (openai.APIError, httpx2.HTTPError) as exc:

@@ -29,7 +29,21 @@ from xai.providers._protocol import (
     UsageReport,
 )
 
-__all__ = ["decode_body", "decode_completion", "decode_stream", "map_finish_reason"]
+__all__ = [
+    "EmptyAnswerError",
+    "decode_body",
+    "decode_completion",
+    "decode_stream",
+    "map_finish_reason",
+]
+
+
+class EmptyAnswerError(StreamError):
+    """The answer's body held nothing at all: not one chunk, no ``[DONE]``.
+
+    ``OpenAIProvider`` turns it into an inferred ``ContextTooLongError``: it is
+    how llama.cpp's server answers a streamed request past its context window.
+    """
 
 
 class _Function(msgspec.Struct):
@@ -212,6 +226,8 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
                 yield ToolCallChunk(index, call_id, name, args)
 
     if not finished and raw_finish is None:
+        if first is None:
+            raise EmptyAnswerError("the stream was empty: HTTP 200 and not one chunk")
         raise StreamError("the stream ended before the model finished its answer")
     model, response_id = (first.model, first.id) if first is not None else (None, None)
     for event in _ending(ids, names, arguments, usage, raw_finish, model, response_id):
@@ -305,7 +321,10 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
 
 async def _decode_whole(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
     parts = [piece async for piece in body]
-    for event in decode_completion(b"".join(parts)):
+    payload = b"".join(parts)
+    if not payload.strip():
+        raise EmptyAnswerError("the answer was empty: HTTP 200 and no body")
+    for event in decode_completion(payload):
         yield event
 
 

@@ -132,6 +132,7 @@ class OpenAIWireServer:
         ignore_stream: bool = False,
         refuse_null_tool_content: bool = False,
         tool_call_style: ToolCallStyle = "openai",
+        empty_stream_over: int | None = None,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -152,6 +153,10 @@ class OpenAIWireServer:
         only), ``"llama.cpp"`` (id, type and name on every piece, plus each piece again in
         the legacy ``function_call`` field) or ``"legacy"`` (only ``function_call``, no
         ``tool_calls``; one call per answer, as before OpenAI's ``tools``)."""
+        self.empty_stream_over = empty_stream_over
+        """Quirk of llama.cpp's server past its context window: answer a streamed request
+        whose ``messages`` (as JSON) are longer than this many characters with HTTP 200 and
+        an empty body (a request without ``stream`` still gets its answer)."""
         self.host = host
         self.port = port
         self.model = model
@@ -353,6 +358,10 @@ class OpenAIWireServer:
         if self.refuse_null_tool_content and _null_tool_content(body):
             # What llama-cpp-python's server says when its chat template meets the null.
             return _error(500, 'can only concatenate str (not "NoneType") to str')
+        limit = self.empty_stream_over
+        streamed = bool(body.get("stream")) and not self.ignore_stream
+        if streamed and limit is not None and len(_encode(body.get("messages", []))) > limit:
+            return Response(b"", media_type="text/event-stream")
         try:
             reply = self.script.next_reply(body)
         except ScriptExhausted as exc:
