@@ -12,7 +12,7 @@ import pytest
 
 from tests.session_helpers import drain, summary_responder
 from xai.events import Compacted
-from xai.exceptions import ContextTooLongError
+from xai.exceptions import ContextTooLongError, StreamError
 from xai.messages import AssistantMessage, ToolCall, ToolMessage, TurnStatus, UserMessage
 from xai.providers import (
     OpenAIProvider,
@@ -143,3 +143,19 @@ async def test_a_session_compacts_and_retries_after_an_empty_stream(
     assert [(c.reason, c.method) for c in compactions] == [("context_too_long", "summary")]
     sizes = [len(json.dumps(r.body["messages"])) for r in openai_server.chat_requests()]
     assert sizes[2] > 3000 and sizes[-1] < 3000  # the empty answer, then the compacted retry
+
+
+@pytest.mark.parametrize("cut", [False, True])
+async def test_the_request_after_an_empty_answer_goes_through_first_time(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider, cut: bool
+) -> None:
+    # The empty answer ends cleanly or with the connection cut after its headers; either
+    # way the next request must not land on a dead keep-alive connection (no retry needed).
+    openai_server.empty_stream_over = 1000
+    openai_server.cut_empty_stream = cut
+    with pytest.raises((ContextTooLongError, StreamError)):
+        _ = await stream_events(provider, "x" * 2000)
+    openai_server.push(Reply(text="fine"))
+    events = await stream_events(provider, "short")
+    assert isinstance(events[-1], StreamFinished)
+    assert len(openai_server.chat_requests()) == 2  # the empty one and one more: no retry

@@ -72,7 +72,7 @@ class _QuietInjectedDrops(logging.Filter):
 
 
 async def _cut(payload: bytes) -> AsyncIterator[bytes]:
-    """The first half of a whole JSON answer, then a cut connection."""
+    """The first half of a payload (a whole JSON answer, or nothing), then a cut connection."""
     yield payload[: len(payload) // 2]
     raise _InjectedDrop
 
@@ -133,6 +133,7 @@ class OpenAIWireServer:
         refuse_null_tool_content: bool = False,
         tool_call_style: ToolCallStyle = "openai",
         empty_stream_over: int | None = None,
+        cut_empty_stream: bool = False,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -157,6 +158,9 @@ class OpenAIWireServer:
         """Quirk of llama.cpp's server past its context window: answer a streamed request
         whose ``messages`` (as JSON) are longer than this many characters with HTTP 200 and
         an empty body (a request without ``stream`` still gets its answer)."""
+        self.cut_empty_stream = cut_empty_stream
+        """With ``empty_stream_over``: send the empty answer's headers, then cut the
+        connection instead of ending the body, so a client that kept it would reuse a dead one."""
         self.host = host
         self.port = port
         self.model = model
@@ -361,6 +365,8 @@ class OpenAIWireServer:
         limit = self.empty_stream_over
         streamed = bool(body.get("stream")) and not self.ignore_stream
         if streamed and limit is not None and len(_encode(body.get("messages", []))) > limit:
+            if self.cut_empty_stream:
+                return StreamingResponse(_cut(b""), media_type="text/event-stream")
             return Response(b"", media_type="text/event-stream")
         try:
             reply = self.script.next_reply(body)
