@@ -173,7 +173,7 @@ async def test_request_options_pass_through(
     assert body["response_format"] == fmt and body["model"] == "other"
     assert body["messages"][1] == {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
         ],
@@ -424,7 +424,7 @@ async def test_interrupted_and_blank_assistant_messages_on_the_wire(
     sent = openai_server.chat_requests()[0].body["messages"]
     assert sent[1] == {"role": "assistant", "content": INTERRUPTED_REPLY_TEXT}
     assert sent[3] == {"role": "assistant", "content": "The answer is"}
-    assert sent[5]["content"] is None and sent[5]["tool_calls"][0]["id"] == "c1"
+    assert sent[5]["content"] == "" and sent[5]["tool_calls"][0]["id"] == "c1"
 
 
 def exception_chain(error: BaseException) -> list[BaseException]:

@@ -269,5 +269,5 @@ async def test_the_body_decoder_goes_by_content_type_then_first_byte(
 
 
 async def test_an_empty_unlabelled_body_is_a_stream_that_ended_early() -> None:
-    with pytest.raises(StreamError, match="ended before the model finished"):
+    with pytest.raises(StreamError, match="stream was empty"):
         _ = [event async for event in decode_body(pieces(b"", b"  "), None)]

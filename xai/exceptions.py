@@ -185,7 +185,21 @@ class ContextTooLongError(BadRequestError):
     """The request does not fit the model's context window.
 
     A Session reacts by compacting its history and retrying once.
+    ``inferred`` is True when the endpoint did not say so but answered in a way
+    that most likely means it (llama.cpp's server answers a streamed request
+    past its window with an empty HTTP 200 body).
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        provider: str = "openai",
+        inferred: bool = False,
+    ) -> None:
+        super().__init__(message, status_code=status_code, provider=provider)
+        self.inferred = inferred
 
 
 class RateLimitError(ProviderError):

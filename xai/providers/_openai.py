@@ -35,10 +35,10 @@ from xai.messages import (
     ToolSpec,
     UserMessage,
 )
-from xai.providers._estimate import fill_missing_usage
+from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._retry import RetryPolicy, parse_retry_after
-from xai.providers._wire import decode_body
+from xai.providers._wire import EmptyAnswerError, decode_body
 
 if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: it loads on first use
     import openai
@@ -81,7 +81,9 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
     refused by strict endpoints (Mistral, Anthropic-compatible ones), so it goes
     out as ``EMPTY_REPLY_TEXT`` (``INTERRUPTED_REPLY_TEXT`` if it was cut off):
     the model learns that its turn said nothing, and user and assistant
-    messages still alternate. Blank text beside tool calls goes out as ``null``.
+    messages still alternate. Blank text beside tool calls goes out as ``""``:
+    OpenAI takes ``null`` or ``""`` there, but llama.cpp's server answers 500
+    to ``null`` (or no content), which would fail every tool loop's second round.
     The partial text of an interrupted message goes out as it is, as a chat
     window shows a stopped answer; the next input says what happened.
     """
@@ -90,8 +92,11 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
         if isinstance(message, UserMessage):
             wire.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
-            text = message.content if message.content.strip() else None
-            entry: dict[str, Any] = {"role": "assistant", "content": text}
+            blank = not message.content.strip()
+            entry: dict[str, Any] = {
+                "role": "assistant",
+                "content": "" if blank else message.content,
+            }
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -101,7 +106,7 @@ def to_wire_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict
                     }
                     for call in message.tool_calls
                 ]
-            elif text is None:
+            elif blank:
                 entry["content"] = (
                     INTERRUPTED_REPLY_TEXT if message.interrupted else EMPTY_REPLY_TEXT
                 )
@@ -194,6 +199,26 @@ def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
     if isinstance(exc, httpx2.HTTPError):
         return StreamError(redact(f"the response stream broke: {type(exc).__name__}: {exc}"))
     return ProviderError(redact(f"unexpected provider failure: {type(exc).__name__}: {exc}"))
+
+
+def _inferred_overflow(request: ProviderRequest) -> ContextTooLongError:
+    """An empty HTTP 200 answer, read as the context overflow it most likely is.
+
+    llama.cpp's server answers a streamed request past its context window with
+    an empty 200 body (the same request unstreamed gets a clean 400
+    ``context_length_exceeded``). Reported as ``ContextTooLongError`` with
+    ``inferred=True``, a Session compacts its history and retries once, as it
+    does for a 400; a server that sends empty bodies for another reason costs
+    one compaction and then fails the turn with this error.
+    """
+    tokens = estimate_prompt_tokens(request)
+    return ContextTooLongError(
+        "the model endpoint answered HTTP 200 with an empty body, which is how some servers "
+        f"(llama.cpp) refuse a request past the context window (about {tokens} tokens sent): "
+        "treated as a context overflow",
+        status_code=200,
+        inferred=True,
+    )
 
 
 class OpenAIProvider:
@@ -336,6 +361,8 @@ class OpenAIProvider:
                     with anyio.CancelScope(shield=True):
                         await response.aclose()
                 return
+            except EmptyAnswerError:
+                error = _inferred_overflow(request)
             except ProviderError:
                 raise
             except (openai.APIError, httpx2.HTTPError) as exc:

@@ -29,7 +29,21 @@ from xai.providers._protocol import (
     UsageReport,
 )
 
-__all__ = ["decode_body", "decode_completion", "decode_stream", "map_finish_reason"]
+__all__ = [
+    "EmptyAnswerError",
+    "decode_body",
+    "decode_completion",
+    "decode_stream",
+    "map_finish_reason",
+]
+
+
+class EmptyAnswerError(StreamError):
+    """The answer's body held nothing at all: not one chunk, no ``[DONE]``.
+
+    ``OpenAIProvider`` turns it into an inferred ``ContextTooLongError``: it is
+    how llama.cpp's server answers a streamed request past its context window.
+    """
 
 
 class _Function(msgspec.Struct):
@@ -48,6 +62,8 @@ class _Delta(msgspec.Struct):
     reasoning_content: str | None = None
     reasoning: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
+    function_call: _Function | None = None
+    """The legacy (pre-``tools``) single call; llama.cpp sends it beside ``tool_calls``."""
 
 
 class _Choice(msgspec.Struct):
@@ -126,7 +142,9 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     """Turn the raw bytes of an SSE response into provider events.
 
     Tool-call pieces are assembled by ``index`` (parallel calls interleave);
-    the complete calls are emitted after the text, then usage (if the server
+    an id or name repeated on every piece counts once, and a legacy
+    ``function_call`` delta is read as call 0 unless the stream uses
+    ``tool_calls``. The complete calls are emitted after the text, then usage (if the server
     sent any), then ``StreamFinished``. Raises ``MalformedStreamError`` for a
     payload that is not a chunk and ``StreamError`` if the stream ends before
     the model finished.
@@ -134,6 +152,7 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     ids: dict[int, str] = {}
     names: dict[int, str] = {}
     arguments: dict[int, list[str]] = {}
+    modern = False  # the stream has used ``tool_calls`` (so a legacy ``function_call`` is a copy)
     raw_finish: str | None = None
     finished = False
     usage: Usage | None = None
@@ -183,21 +202,32 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
                 yield ThinkingChunk(thinking)
             if delta.content:
                 yield TextChunk(delta.content)
-            if delta.tool_calls:
-                for call in delta.tool_calls:
-                    index = call.index
-                    fn = call.function
-                    name = fn.name if fn is not None else None
-                    args = (fn.arguments if fn is not None else None) or ""
-                    if call.id:
-                        ids[index] = call.id
-                    if name and index not in names:
-                        # Some servers repeat the name on every chunk; the first one is whole.
-                        names[index] = name
-                    arguments.setdefault(index, []).append(args)
-                    yield ToolCallChunk(index, call.id, name, args)
+            calls = delta.tool_calls
+            if calls:
+                modern = True
+            elif delta.function_call is not None and not modern:
+                # A server that speaks only the legacy field: one call, index 0. Beside
+                # ``tool_calls`` (llama.cpp sends both) it repeats them and is ignored.
+                calls = [_ToolCallDelta(function=delta.function_call)]
+            for call in calls or ():
+                index = call.index
+                fn = call.function
+                name = fn.name if fn is not None else None
+                args = (fn.arguments if fn is not None else None) or ""
+                # Some servers (llama.cpp) repeat the id and the name on every piece:
+                # the first of each is whole, and later pieces carry only arguments.
+                call_id = call.id if call.id and index not in ids else None
+                if call_id:
+                    ids[index] = call_id
+                name = name if name and index not in names else None
+                if name:
+                    names[index] = name
+                arguments.setdefault(index, []).append(args)
+                yield ToolCallChunk(index, call_id, name, args)
 
     if not finished and raw_finish is None:
+        if first is None:
+            raise EmptyAnswerError("the stream was empty: HTTP 200 and not one chunk")
         raise StreamError("the stream ended before the model finished its answer")
     model, response_id = (first.model, first.id) if first is not None else (None, None)
     for event in _ending(ids, names, arguments, usage, raw_finish, model, response_id):
@@ -268,7 +298,10 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
         if message.content:
             events.append(TextChunk(message.content))
         # A whole message lists its calls in order; ``index`` belongs to stream deltas.
-        for index, call in enumerate(message.tool_calls or ()):
+        whole_calls = message.tool_calls
+        if not whole_calls and message.function_call is not None:
+            whole_calls = [_ToolCallDelta(function=message.function_call)]  # the legacy field
+        for index, call in enumerate(whole_calls or ()):
             fn = call.function
             name = fn.name if fn is not None else None
             args = (fn.arguments if fn is not None else None) or ""
@@ -288,7 +321,10 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
 
 async def _decode_whole(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
     parts = [piece async for piece in body]
-    for event in decode_completion(b"".join(parts)):
+    payload = b"".join(parts)
+    if not payload.strip():
+        raise EmptyAnswerError("the answer was empty: HTTP 200 and no body")
+    for event in decode_completion(payload):
         yield event
 
 

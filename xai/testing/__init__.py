@@ -19,7 +19,7 @@ from xai.testing._script import (
     ScriptExhausted,
 )
 from xai.testing._scripted_provider import ScriptedProvider
-from xai.testing._server import OpenAIWireServer, RecordedRequest
+from xai.testing._server import OpenAIWireServer, RecordedRequest, ToolCallStyle
 from xai.testing._validate import Violation, ViolationRule, check_chat_request
 from xai.testing._violations import InvalidRequest
 
@@ -42,6 +42,7 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedProvider",
+    "ToolCallStyle",
     "Violation",
     "ViolationRule",
     "block_network",

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Literal, TypeAlias, assert_never
 
 import anyio
 import msgspec
@@ -43,7 +43,9 @@ from xai.testing._script import (
 from xai.testing._validate import Violation
 from xai.testing._violations import InvalidRequest, screen
 
-__all__ = ["OpenAIWireServer", "RecordedRequest"]
+__all__ = ["OpenAIWireServer", "RecordedRequest", "ToolCallStyle"]
+
+ToolCallStyle: TypeAlias = Literal["openai", "llama.cpp", "legacy"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -70,7 +72,7 @@ class _QuietInjectedDrops(logging.Filter):
 
 
 async def _cut(payload: bytes) -> AsyncIterator[bytes]:
-    """The first half of a whole JSON answer, then a cut connection."""
+    """The first half of a payload (a whole JSON answer, or nothing), then a cut connection."""
     yield payload[: len(payload) // 2]
     raise _InjectedDrop
 
@@ -86,6 +88,18 @@ def _error(
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": param, "code": code}},
         status_code=status,
+    )
+
+
+def _null_tool_content(body: dict[str, Any]) -> bool:
+    """Whether an assistant message with tool calls has ``content`` null or missing."""
+    messages = body.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and m.get("tool_calls")
+        and m.get("content") is None
+        for m in messages
     )
 
 
@@ -116,6 +130,10 @@ class OpenAIWireServer:
         send_usage: bool = True,
         validate_requests: bool = True,
         ignore_stream: bool = False,
+        refuse_null_tool_content: bool = False,
+        tool_call_style: ToolCallStyle = "openai",
+        empty_stream_over: int | None = None,
+        cut_empty_stream: bool = False,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -128,6 +146,21 @@ class OpenAIWireServer:
         self.ignore_stream = ignore_stream
         """Quirk: answer every chat request with one whole JSON body, as gateways that ignore
         ``"stream": true`` do (``application/json``, not an event stream)."""
+        self.refuse_null_tool_content = refuse_null_tool_content
+        """Quirk of llama.cpp's server: answer HTTP 500 to a request holding an assistant
+        message with tool calls whose ``content`` is ``null`` or missing (``""`` is taken)."""
+        self.tool_call_style: ToolCallStyle = tool_call_style
+        """How streamed tool calls look: ``"openai"`` (id and name on a call's first piece
+        only), ``"llama.cpp"`` (id, type and name on every piece, plus each piece again in
+        the legacy ``function_call`` field) or ``"legacy"`` (only ``function_call``, no
+        ``tool_calls``; one call per answer, as before OpenAI's ``tools``)."""
+        self.empty_stream_over = empty_stream_over
+        """Quirk of llama.cpp's server past its context window: answer a streamed request
+        whose ``messages`` (as JSON) are longer than this many characters with HTTP 200 and
+        an empty body (a request without ``stream`` still gets its answer)."""
+        self.cut_empty_stream = cut_empty_stream
+        """With ``empty_stream_over``: send the empty answer's headers, then cut the
+        connection instead of ending the body, so a client that kept it would reuse a dead one."""
         self.host = host
         self.port = port
         self.model = model
@@ -326,6 +359,15 @@ class OpenAIWireServer:
         body = await self._record(request, chat=True)
         if isinstance(body, Response):
             return body
+        if self.refuse_null_tool_content and _null_tool_content(body):
+            # What llama-cpp-python's server says when its chat template meets the null.
+            return _error(500, 'can only concatenate str (not "NoneType") to str')
+        limit = self.empty_stream_over
+        streamed = bool(body.get("stream")) and not self.ignore_stream
+        if streamed and limit is not None and len(_encode(body.get("messages", []))) > limit:
+            if self.cut_empty_stream:
+                return StreamingResponse(_cut(b""), media_type="text/event-stream")
+            return Response(b"", media_type="text/event-stream")
         try:
             reply = self.script.next_reply(body)
         except ScriptExhausted as exc:
@@ -396,6 +438,32 @@ class OpenAIWireServer:
             completion["usage"] = estimate_usage(body, reply)
         return completion
 
+    def _tool_delta(self, piece: tuple[Any, ...], reply: Reply) -> dict[str, Any]:
+        """The delta for one piece of a tool call, in ``tool_call_style``."""
+        _, index, call_id, name, args = piece
+        style = self.tool_call_style
+        if style == "openai":
+            entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+            if call_id is not None:
+                entry["id"] = call_id
+                entry["type"] = "function"
+                entry["function"]["name"] = name
+            return {"tool_calls": [entry]}
+        # Every piece names its call again: the scripted id and name of call ``index``.
+        call = reply.tool_calls[index]
+        call_id = call.id or f"call_{index}_{call.name}"
+        legacy = {"name": call.name, "arguments": args}
+        if style == "legacy":
+            return {"function_call": legacy}
+        if style == "llama.cpp":
+            return {
+                "function_call": legacy,
+                "tool_calls": [
+                    {"index": index, "id": call_id, "type": "function", "function": legacy}
+                ],
+            }
+        assert_never(style)
+
     async def _sse(
         self, body: dict[str, Any], reply: Reply, model: str, include_usage: bool
     ) -> AsyncIterator[bytes]:
@@ -427,13 +495,7 @@ class OpenAIWireServer:
             elif kind == "thinking":
                 yield chunk({reply.reasoning_field: piece[1]})
             else:
-                _, index, call_id, name, args = piece
-                entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
-                if call_id is not None:
-                    entry["id"] = call_id
-                    entry["type"] = "function"
-                    entry["function"]["name"] = name
-                yield chunk({"tool_calls": [entry]})
+                yield chunk(self._tool_delta(piece, reply))
         if isinstance(fault, DropConnection):
             raise _InjectedDrop
         if isinstance(fault, MalformedChunk):  # fewer pieces than after_chunks: send it last

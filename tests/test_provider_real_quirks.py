@@ -1,0 +1,161 @@
+"""Wire behaviours a real llama.cpp server showed (issue 19), reproduced by the scripted server's quirks.
+
+Each test turns a quirk of ``OpenAIWireServer`` on and runs xai through the
+real ``openai`` client against it, so CI keeps the fix without a real model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.session_helpers import drain, summary_responder
+from xai.events import Compacted
+from xai.exceptions import ContextTooLongError, StreamError
+from xai.messages import AssistantMessage, ToolCall, ToolMessage, TurnStatus, UserMessage
+from xai.providers import (
+    OpenAIProvider,
+    ProviderEvent,
+    ProviderRequest,
+    StreamFinished,
+    ToolCallChunk,
+    ToolCallReady,
+)
+from xai.query import Query
+from xai.session import Session, SessionConfig
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+from xai.tools import ToolSet, tool
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+async def test_a_tool_loop_survives_a_server_that_refuses_null_content(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.refuse_null_tool_content = True
+    openai_server.push(
+        Reply(tool_calls=(ScriptedCall(name="lookup", arguments={"q": "x"}),)),
+        Reply(text="Done."),
+    )
+    result = await Query(provider, tools=ToolSet([lookup])).run([], "Find x.")
+    assert result.text == "Done." and result.error is None
+    [_, second] = openai_server.chat_requests()
+    sent = second.body["messages"][1]
+    assert sent["role"] == "assistant" and sent["tool_calls"] and sent["content"] == ""
+
+
+async def stream_events(provider: OpenAIProvider, text: str) -> list[ProviderEvent]:
+    request = ProviderRequest(messages=(UserMessage(content=text),), tools=ToolSet([lookup]).specs)
+    return [event async for event in provider.stream(request)]
+
+
+async def test_tool_calls_with_the_id_and_name_on_every_piece_are_assembled_once(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.tool_call_style = "llama.cpp"
+    long = "a fairly long query to split into pieces"
+    openai_server.push(
+        Reply(
+            tool_calls=(
+                ScriptedCall(name="lookup", arguments={"q": long}, id="call_a"),
+                ScriptedCall(name="lookup", arguments={"q": "y"}, id="call_b"),
+            ),
+            argument_chunk_chars=5,
+        )
+    )
+    events = await stream_events(provider, "Find two things.")
+    ready = [e.call for e in events if isinstance(e, ToolCallReady)]
+    assert ready == [
+        ToolCall("call_a", "lookup", json.dumps({"q": long}, separators=(",", ":"))),
+        ToolCall("call_b", "lookup", '{"q":"y"}'),
+    ]
+    pieces = [e for e in events if isinstance(e, ToolCallChunk)]
+    assert len(pieces) > 4  # the arguments did come in pieces, each naming its call again
+    # The id and the name are announced once per call, as OpenAI streams them.
+    assert [(p.index, p.id, p.name) for p in pieces if p.id or p.name] == [
+        (0, "call_a", "lookup"),
+        (1, "call_b", "lookup"),
+    ]
+    finished = events[-1]
+    assert isinstance(finished, StreamFinished) and finished.reason == "tool_calls"
+
+
+async def test_a_tool_loop_runs_on_llama_cpp_style_and_legacy_function_call_streams(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    for style in ("llama.cpp", "legacy"):
+        openai_server.tool_call_style = style
+        openai_server.push(
+            Reply(
+                tool_calls=(ScriptedCall(name="lookup", arguments={"q": "paris"}),),
+                argument_chunk_chars=3,
+            ),
+            Reply(text="Done."),
+        )
+        result = await Query(provider, tools=ToolSet([lookup])).run([], "Find Paris.")
+        assert result.text == "Done.", style
+        [call] = [
+            c for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+        ]
+        assert call.name == "lookup" and json.loads(call.arguments) == {"q": "paris"}
+        [tool_result] = [m for m in result.messages if isinstance(m, ToolMessage)]
+        assert tool_result.content == "found paris"
+
+
+async def test_an_empty_stream_past_the_window_is_an_inferred_context_overflow(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.empty_stream_over = 1000
+    with pytest.raises(ContextTooLongError) as caught:
+        _ = await stream_events(provider, "x" * 2000)
+    assert caught.value.inferred and "empty body" in str(caught.value)
+    assert len(openai_server.chat_requests()) == 1  # not retried: it would only fail again
+    openai_server.push(Reply(text="fine"))
+    events = await stream_events(provider, "short")
+    assert isinstance(events[-1], StreamFinished)
+
+
+async def test_a_session_compacts_and_retries_after_an_empty_stream(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # Turns one and two fit; turn three's request passes 3000 characters and comes back
+    # empty, as llama.cpp answers past its window. The summariser's request is small.
+    openai_server.empty_stream_over = 3000
+    openai_server.script.add_responder(summary_responder("short summary"))
+    openai_server.push(
+        Reply(text="first answer"), Reply(text="second answer"), Reply(text="after compaction")
+    )
+    config = SessionConfig(keep_recent_tokens=10, summariser_input_tokens=100)
+    async with Session(provider, config=config) as session:
+        events = session.subscribe()
+        await session.send("one " + "x" * 1200)
+        await session.send("two " + "y" * 1200)
+        outcome = await session.send("three " + "z" * 600)
+        compactions = [e.event for e in drain(events) if isinstance(e.event, Compacted)]
+    assert outcome.status is TurnStatus.COMPLETED and outcome.text == "after compaction"
+    assert [(c.reason, c.method) for c in compactions] == [("context_too_long", "summary")]
+    sizes = [len(json.dumps(r.body["messages"])) for r in openai_server.chat_requests()]
+    assert sizes[2] > 3000 and sizes[-1] < 3000  # the empty answer, then the compacted retry
+
+
+@pytest.mark.parametrize("cut", [False, True])
+async def test_the_request_after_an_empty_answer_goes_through_first_time(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider, cut: bool
+) -> None:
+    # The empty answer ends cleanly or with the connection cut after its headers; either
+    # way the next request must not land on a dead keep-alive connection (no retry needed).
+    openai_server.empty_stream_over = 1000
+    openai_server.cut_empty_stream = cut
+    with pytest.raises((ContextTooLongError, StreamError)):
+        _ = await stream_events(provider, "x" * 2000)
+    openai_server.push(Reply(text="fine"))
+    events = await stream_events(provider, "short")
+    assert isinstance(events[-1], StreamFinished)
+    assert len(openai_server.chat_requests()) == 2  # the empty one and one more: no retry
