@@ -37,16 +37,44 @@ __all__ = ["EXTRACTION_MARKER", "CandidateParse", "extract_candidates", "parse_c
 EXTRACTION_MARKER = "[xai:memory-extraction]"
 _KINDS = frozenset(get_args(CandidateKind))
 
+# A worked example, not a schema with placeholders: small models copy a template's
+# "<id of a user message>" and "preference|fact|..." back verbatim, but follow an example.
+# Its ids look like real ones (16 hex digits) yet are no message's, so a copied example
+# candidate is never grounded in the real conversation (and is rejected besides).
+_EXAMPLE_IDS = ("4f1c9a7e2b3d8c60", "a93e07d5c1f24b88", "7d20b6e4f9a1c352")
+_EXAMPLE_CANDIDATE = "The user is allergic to peanuts"
+_EXAMPLE_REPLY = (
+    '{"candidates": [{"text": "'
+    + _EXAMPLE_CANDIDATE
+    + '", "kind": "fact", "confidence": 0.9, "evidence": ["'
+    + _EXAMPLE_IDS[0]
+    + '"]}]}'
+)
 EXTRACTOR_PROMPT = (
     "You pick out what is worth remembering about the user from the latest part of a "
     "conversation: preferences, facts about them or their work, commitments and plans, "
     "notable events. Use only what USER messages say; never what the assistant, a tool or "
     "an automated input says. Each point is one short self-contained sentence about the "
-    "user. Reply with JSON only, in this shape:\n"
-    '{"candidates": [{"text": "...", "kind": "preference|fact|commitment|event|other", '
-    '"confidence": 0.0-1.0, "evidence": ["<id of a user message>"]}]}\n'
+    "user.\n\n"
+    "Reply with one JSON object only. Each candidate has: text (the sentence), kind (one "
+    "word: preference, fact, commitment, event or other), confidence (a number from 0 to "
+    "1) and evidence (the ids, in square brackets, of the USER messages it comes from).\n\n"
+    "Example. For this conversation:\n"
+    f"[{_EXAMPLE_IDS[0]}] USER: I can't eat that, I'm allergic to peanuts.\n"
+    f"[{_EXAMPLE_IDS[1]}] assistant: Sorry to hear that! I will suggest something else.\n"
+    f"[{_EXAMPLE_IDS[2]}] USER: Thanks.\n"
+    f"the reply is:\n{_EXAMPLE_REPLY}\n\n"
     'If nothing is worth remembering, reply {"candidates": []}.'
 )
+
+
+def _request(rendered: str, user_ids: Sequence[str]) -> str:
+    """The extraction request: the marker, the turn's messages, and their USER ids spelled out."""
+    ids = ", ".join(user_ids)
+    return (
+        f"{EXTRACTION_MARKER}\n{rendered}\n\n"
+        f"The USER message ids above: {ids}. Reply with the JSON object now."
+    )
 
 
 class _WireCandidate(msgspec.Struct):
@@ -86,7 +114,7 @@ def _template(value: str) -> bool:
 
 def _placeholder(item: _WireCandidate) -> str | None:
     """Why ``item`` copies the prompt's template instead of filling it in (``None``: it does not)."""
-    if _template(item.text):
+    if _template(item.text) or item.text.strip() == _EXAMPLE_CANDIDATE:
         return f"text {item.text!r} is a placeholder"
     if "|" in item.kind or _template(item.kind):
         return f"kind {item.kind!r} is a placeholder"
@@ -172,13 +200,14 @@ async def extract_candidates(
     telemetry: Telemetry | None = None,
 ) -> CandidateParse:
     """Candidates from ``messages`` (one turn). No user-origin message: no request at all."""
-    user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
-    if not user_ids:
+    ordered = [m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"]
+    if not ordered:
         return CandidateParse()
+    user_ids = set(ordered)
     result = await ask_json(
         provider,
         EXTRACTOR_PROMPT,
-        f"{EXTRACTION_MARKER}\n{_render(messages)}",
+        _request(_render(messages), ordered),
         max_tokens=max_tokens,
         telemetry=telemetry,
     )
