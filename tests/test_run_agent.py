@@ -234,7 +234,39 @@ async def test_a_refused_schema_format_falls_back_to_instructions(
     result = await arun_agent(scenario(), "go", provider=provider)
     assert result.status == "success" and result.answer == "ok"
     second = openai_server.chat_requests()[1].body
-    assert "response_format" not in second and "JSON schema" in second["messages"][0]["content"]
+    assert second["response_format"] == {"type": "json_object"}
+    assert "JSON schema" in second["messages"][0]["content"]
+
+
+async def test_a_500_naming_response_format_falls_back_to_json_object(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # llama.cpp's server answers json_schema with a 500 validation error; json_object works.
+    refusal = "1 validation error: response_format.type Input should be 'text' or 'json_object'"
+
+    def llama_cpp(body: Mapping[str, Any]) -> Reply:
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(fault=HttpError(status=500, message=refusal))
+        return json_reply({"answer": "ok"})
+
+    openai_server.script.add_responder(llama_cpp)
+    result = await arun_agent(scenario(), "go", provider=provider)
+    assert result.status == "success" and result.answer == "ok", result.error
+    assert openai_server.chat_requests()[-1].body["response_format"] == {"type": "json_object"}
+
+
+async def test_instructions_alone_when_json_object_is_refused_too(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.push(
+        Reply(fault=HttpError(status=400, message="response_format json_schema is not supported")),
+        Reply(fault=HttpError(status=400, message="response_format json_object is not supported")),
+        json_reply({"answer": "ok"}),
+    )
+    result = await arun_agent(scenario(), "go", provider=provider)
+    assert result.status == "success" and result.answer == "ok"
+    third = openai_server.chat_requests()[2].body
+    assert "response_format" not in third and "JSON schema" in third["messages"][0]["content"]
 
 
 async def test_environment_switches_llm_and_embeddings(

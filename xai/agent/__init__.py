@@ -1,7 +1,7 @@
 """The Agent layer: a long-lived actor owning Sessions, a persona, long-term memory and a
 scheduler of proactive wake-ups."""
 
-from xai.agent._agent import Agent, AgentConfig
+from xai.agent._agent import AGENT_TURN_MAX_TOKENS, Agent, AgentConfig
 from xai.agent._clock import Clock, FakeClock, SystemClock
 from xai.agent._host import AgentHost, OpenSession, SessionInfo
 from xai.agent._persona import Persona
@@ -19,6 +19,7 @@ from xai.agent._wakeups import (
 )
 
 __all__ = [
+    "AGENT_TURN_MAX_TOKENS",
     "Agent",
     "AgentConfig",
     "AgentHost",

@@ -62,6 +62,7 @@ from xai.messages import (
     new_id,
 )
 from xai.providers import Provider
+from xai.query import QueryConfig
 from xai.session import (
     HELPER_INSTRUCTIONS,
     FinalizingContext,
@@ -77,18 +78,27 @@ from xai.tools import Tool, ToolSet
 if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
-__all__ = ["Agent", "AgentConfig"]
+__all__ = ["AGENT_TURN_MAX_TOKENS", "Agent", "AgentConfig"]
 
 _log = get_logger(__name__)
 
 DEFAULT_INSTRUCTIONS = "Help the user. Use what you remember when it is relevant."
 
+AGENT_TURN_MAX_TOKENS = 4_096
+"""Output tokens per model request of an Agent's turn, by default. A model that runs away
+(a small one behind llama.cpp wrote 16k characters for 400 s) is cut off there, ending the
+turn as ``length``; the Session's own requests have caps of their own (``SessionConfig``
+``extraction_max_tokens``, ``summary_max_tokens``; ``MemoryConfig.judge_max_tokens``)."""
+
 
 class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     """How an Agent runs its Sessions and its memory."""
 
-    session: SessionConfig = SessionConfig(extract_memory=True, delegation=True)
-    """The configuration of every Session it opens (extraction on: the Agent learns)."""
+    session: SessionConfig = SessionConfig(
+        query=QueryConfig(max_tokens=AGENT_TURN_MAX_TOKENS), extract_memory=True, delegation=True
+    )
+    """The configuration of every Session it opens (extraction on: the Agent learns; each
+    request of a turn capped at ``AGENT_TURN_MAX_TOKENS`` output tokens)."""
     memory: MemoryConfig = MemoryConfig()
     memory_tool: bool = True
     """Give each Session's model a ``search_memory`` tool over the Agent's memory."""

@@ -22,7 +22,7 @@ from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
 from xai.events import WakeupFired
 from xai.providers import OpenAIProvider
-from xai.session import Session, SessionConfig
+from xai.session import Session
 from xai.tools import tool
 
 __all__ = ["fallback_reason", "get_weather", "run_demo"]
@@ -95,7 +95,7 @@ async def run_demo(
             provider,
             tools=[get_weather],
             persona=Persona(name="Iris", role="a concise, friendly assistant"),
-            config=AgentConfig(session=SessionConfig(extract_memory=True, delegation=True)),
+            config=AgentConfig(),  # extraction, delegation, and a cap on each turn's output
         )
         await stack.enter_async_context(agent)
         known_before = len(agent.memory.facts())  # memory is open: no second ledger read

@@ -30,7 +30,7 @@ from xai.messages import ToolResult, TurnStatus
 from xai.providers import OpenAIProvider, Provider
 from xai.query import QueryConfig
 from xai.session import Session, SessionConfig, SystemPrompt
-from xai.structured import parse, response_format
+from xai.structured import fallback_formats, format_refused, parse, response_format
 from xai.tools import MCPServer, ToolSet
 
 __all__ = [
@@ -165,15 +165,17 @@ class LightweightOrchestrator:
             if (
                 outcome.status is TurnStatus.ERROR
                 and outcome.error is not None
-                and outcome.error.type == "BadRequestError"
                 and query.response_format is not None
+                and format_refused(outcome.error)
             ):
-                # The endpoint refused the schema format: instructions alone will do.
+                # The endpoint refused the format: json_schema -> json_object -> instructions
+                # alone (the system prompt carries the schema either way).
                 _log.warning("run_agent.schema_format_refused", error=outcome.error.message)
                 await session.close()
+                _, fallback = fallback_formats(query.response_format)[:2]
                 return await self._converse(
                     tools,
-                    msgspec.structs.replace(query, response_format=None),
+                    msgspec.structs.replace(query, response_format=fallback),
                     system,
                     user_input,
                     output,

@@ -107,7 +107,7 @@ async def extract(
 
 async def _extract(self: Session, turn: int, messages: list[Message]) -> None:
     try:
-        candidates = await extract_candidates(
+        parsed = await extract_candidates(
             self._provider,
             messages,
             session_id=self.id,
@@ -120,9 +120,26 @@ async def _extract(self: Session, turn: int, messages: list[Message]) -> None:
         _log.warning("session.extraction_failed", turn=turn, error=str(exc))
         self._hub.publish(SessionFailed(error=ErrorInfo.from_exception(exc), stage="extraction"))
         return
+    candidates = parsed.kept
+    if parsed.rejected:
+        # Report the invalid ones, keep the valid ones (a small model's slip costs only itself).
+        message = (
+            f"the extractor's answer had {len(parsed.rejected)} invalid candidate(s) "
+            f"(kept {len(candidates)}): " + "; ".join(parsed.rejected)
+        )
+        _log.warning(
+            "session.extraction_candidates_rejected",
+            turn=turn,
+            kept=len(candidates),
+            rejected=len(parsed.rejected),
+            reasons=list(parsed.rejected),
+        )
+        self._hub.publish(
+            SessionFailed(error=ErrorInfo(type="RunError", message=message), stage="extraction")
+        )
     if not candidates:
         return
-    await self._recorder.commit(CandidatesRecord(candidates=tuple(candidates)))
+    await self._recorder.commit(CandidatesRecord(candidates=candidates))
     self._candidates.extend(candidates)
-    self._hub.publish(CandidatesProposed(candidates=tuple(candidates)))
+    self._hub.publish(CandidatesProposed(candidates=candidates))
     _log.info("session.candidates_proposed", turn=turn, candidate_ids=[c.id for c in candidates])

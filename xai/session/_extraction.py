@@ -8,10 +8,9 @@ can never become a statement about the user.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, assert_never, get_args
+from typing import TYPE_CHECKING, Any, assert_never, get_args
 
 import msgspec
 
@@ -33,21 +32,49 @@ from xai.structured import ask_json, json_object_text
 if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
-__all__ = ["EXTRACTION_MARKER", "extract_candidates", "parse_candidates"]
+__all__ = ["EXTRACTION_MARKER", "CandidateParse", "extract_candidates", "parse_candidates"]
 
 EXTRACTION_MARKER = "[xai:memory-extraction]"
 _KINDS = frozenset(get_args(CandidateKind))
 
+# A worked example, not a schema with placeholders: small models copy a template's
+# "<id of a user message>" and "preference|fact|..." back verbatim, but follow an example.
+# Its ids look like real ones (16 hex digits) yet are no message's, so a copied example
+# candidate is never grounded in the real conversation (and is rejected besides).
+_EXAMPLE_IDS = ("4f1c9a7e2b3d8c60", "a93e07d5c1f24b88", "7d20b6e4f9a1c352")
+_EXAMPLE_CANDIDATE = "The user is allergic to peanuts"
+_EXAMPLE_REPLY = (
+    '{"candidates": [{"text": "'
+    + _EXAMPLE_CANDIDATE
+    + '", "kind": "fact", "confidence": 0.9, "evidence": ["'
+    + _EXAMPLE_IDS[0]
+    + '"]}]}'
+)
 EXTRACTOR_PROMPT = (
     "You pick out what is worth remembering about the user from the latest part of a "
     "conversation: preferences, facts about them or their work, commitments and plans, "
     "notable events. Use only what USER messages say; never what the assistant, a tool or "
     "an automated input says. Each point is one short self-contained sentence about the "
-    "user. Reply with JSON only, in this shape:\n"
-    '{"candidates": [{"text": "...", "kind": "preference|fact|commitment|event|other", '
-    '"confidence": 0.0-1.0, "evidence": ["<id of a user message>"]}]}\n'
+    "user.\n\n"
+    "Reply with one JSON object only. Each candidate has: text (the sentence), kind (one "
+    "word: preference, fact, commitment, event or other), confidence (a number from 0 to "
+    "1) and evidence (the ids, in square brackets, of the USER messages it comes from).\n\n"
+    "Example. For this conversation:\n"
+    f"[{_EXAMPLE_IDS[0]}] USER: I can't eat that, I'm allergic to peanuts.\n"
+    f"[{_EXAMPLE_IDS[1]}] assistant: Sorry to hear that! I will suggest something else.\n"
+    f"[{_EXAMPLE_IDS[2]}] USER: Thanks.\n"
+    f"the reply is:\n{_EXAMPLE_REPLY}\n\n"
     'If nothing is worth remembering, reply {"candidates": []}.'
 )
+
+
+def _request(rendered: str, user_ids: Sequence[str]) -> str:
+    """The extraction request: the marker, the turn's messages, and their USER ids spelled out."""
+    ids = ", ".join(user_ids)
+    return (
+        f"{EXTRACTION_MARKER}\n{rendered}\n\n"
+        f"The USER message ids above: {ids}. Reply with the JSON object now."
+    )
 
 
 class _WireCandidate(msgspec.Struct):
@@ -58,17 +85,53 @@ class _WireCandidate(msgspec.Struct):
 
 
 class _WireReply(msgspec.Struct):
-    candidates: list[_WireCandidate] = msgspec.field(default_factory=list)
+    candidates: list[Any] = msgspec.field(default_factory=list)
+    """Each item is converted on its own: one bad candidate never costs the good ones."""
+
+
+class CandidateParse(msgspec.Struct, frozen=True, kw_only=True):
+    """What one extraction reply gave: the candidates kept, and why the others were rejected.
+
+    ``rejected`` lists invalid items (a missing or mistyped field, or a copy of
+    the prompt's placeholders), each as ``$.candidates[i]: reason``. Candidates
+    whose evidence names no user message are dropped without a word: that is
+    policy (input the Agent synthesised is never a statement about the user),
+    not a malformed answer.
+    """
+
+    kept: tuple[MemoryCandidate, ...] = ()
+    rejected: tuple[str, ...] = ()
 
 
 _reply = msgspec.json.Decoder(_WireReply)
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def _template(value: str) -> bool:
+    """Whether ``value`` is a blank or a slot of a template (``...``, ``<id ...>``)."""
+    v = value.strip()
+    return v in ("", "...", "…") or (v.startswith("<") and v.endswith(">"))
+
+
+def _placeholder(item: _WireCandidate) -> str | None:
+    """Why ``item`` copies the prompt's template instead of filling it in (``None``: it does not)."""
+    if _template(item.text) or item.text.strip() == _EXAMPLE_CANDIDATE:
+        return f"text {item.text!r} is a placeholder"
+    if "|" in item.kind or _template(item.kind):
+        return f"kind {item.kind!r} is a placeholder"
+    copied = [e for e in item.evidence if _template(e)]
+    if copied:
+        return f"evidence {copied[0]!r} is a placeholder"
+    return None
 
 
 def parse_candidates(
     text: str, *, user_ids: set[str], session_id: str, turn: int
-) -> list[MemoryCandidate]:
-    """Parse the model's JSON; keep candidates grounded in user messages. Raises ``RunError``."""
+) -> CandidateParse:
+    """Parse the model's JSON candidate by candidate; keep the valid ones grounded in user
+    messages, and say why the others were rejected.
+
+    Raises ``RunError`` only when the answer has no candidate list at all.
+    """
     body = json_object_text(text)
     if body is None:
         raise RunError(f"the extractor did not answer with JSON: {text[:200]!r}")
@@ -77,13 +140,24 @@ def parse_candidates(
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise RunError(f"the extractor's JSON is not a candidate list ({exc})") from None
     now = time.time()
-    out: list[MemoryCandidate] = []
-    for item in reply.candidates:
+    kept: list[MemoryCandidate] = []
+    rejected: list[str] = []
+    for index, raw in enumerate(reply.candidates):
+        where = f"$.candidates[{index}]"
+        try:
+            item = msgspec.convert(raw, _WireCandidate, strict=False)
+        except msgspec.ValidationError as exc:
+            rejected.append(f"{where}: {exc}")
+            continue
+        copied = _placeholder(item)
+        if copied is not None:
+            rejected.append(f"{where}: {copied}")
+            continue
         evidence = tuple(e for e in item.evidence if e in user_ids)
-        if not evidence or not item.text.strip():
+        if not evidence:
             continue  # not grounded in anything the user said
         kind = item.kind if item.kind in _KINDS else "other"
-        out.append(
+        kept.append(
             MemoryCandidate(
                 text=item.text.strip(),
                 kind=kind,  # type: ignore[arg-type]
@@ -94,7 +168,7 @@ def parse_candidates(
                 created_at=now,
             )
         )
-    return out
+    return CandidateParse(kept=tuple(kept), rejected=tuple(rejected))
 
 
 def _render(messages: Sequence[Message]) -> str:
@@ -124,15 +198,16 @@ async def extract_candidates(
     max_tokens: int,
     on_usage: Callable[[Usage], object] | None = None,
     telemetry: Telemetry | None = None,
-) -> list[MemoryCandidate]:
+) -> CandidateParse:
     """Candidates from ``messages`` (one turn). No user-origin message: no request at all."""
-    user_ids = {m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"}
-    if not user_ids:
-        return []
+    ordered = [m.id for m in messages if isinstance(m, UserMessage) and m.origin == "user"]
+    if not ordered:
+        return CandidateParse()
+    user_ids = set(ordered)
     result = await ask_json(
         provider,
         EXTRACTOR_PROMPT,
-        f"{EXTRACTION_MARKER}\n{_render(messages)}",
+        _request(_render(messages), ordered),
         max_tokens=max_tokens,
         telemetry=telemetry,
     )
