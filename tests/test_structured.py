@@ -101,8 +101,9 @@ async def test_a_500_naming_the_format_falls_back_to_json_object(
     )
     parsed, result = await ask_structured(provider, [UserMessage(content="North?")], Answer)
     assert parsed.ok and parsed.value == Answer("Porto", 231000) and result.error is None
-    # The refusal is not retried as a server fault: the next request changes the format.
+    # The refusal is not retried as a server fault: the very next request changes the format.
     assert formats(openai_server) == ["json_schema", "json_object"]
+    assert len(openai_server.chat_requests()) == 2
     assert "JSON schema" in openai_server.chat_requests()[-1].body["messages"][-1]["content"]
 
 

@@ -155,6 +155,9 @@ def _error_code(exc: openai.APIStatusError) -> str:
     return ""
 
 
+_FORMAT_MARKERS = ("response_format", "json_schema", "json_object")
+
+
 def error_for_status(
     status: int, message: str, *, code: str = "", retry_after: float | None = None
 ) -> ProviderError:
@@ -164,9 +167,14 @@ def error_for_status(
         return RateLimitError(text, retry_after=retry_after)
     if status in (401, 403):
         return AuthenticationError(text, status_code=status)
-    if status >= 500:
-        return ServerError(text, status_code=status)
     haystack = f"{code} {message}".lower()
+    if status >= 500:
+        if any(m in haystack for m in _FORMAT_MARKERS):
+            # A server that validates the request late (llama.cpp) refuses a response
+            # format it does not support with a 500 that names it: a bad request, and
+            # retrying it as a server fault only sends the same refusal again.
+            return BadRequestError(text, status_code=status)
+        return ServerError(text, status_code=status)
     if status in (400, 413, 422) and any(m in haystack for m in _CONTEXT_MARKERS):
         return ContextTooLongError(text, status_code=status)
     return BadRequestError(text, status_code=status)
