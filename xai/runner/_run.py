@@ -35,7 +35,6 @@ from xai.runner._templates import choose_template
 from xai.runner._trace import TurnTrace, turns_of
 from xai.session import (
     JOURNAL_FILE,
-    InputRecord,
     Session,
     SessionConfig,
     SystemPrompt,
@@ -126,11 +125,13 @@ def _reopen(
 ) -> _Reopened:
     """The Session of a checkpoint, and what its journal says (read in a worker thread)."""
     journal = directory / JOURNAL_FILE
-    state = read_journal(journal)  # cuts a torn last line: the records below are whole
-    begun = sum(1 for r in read_records(journal) if isinstance(r, InputRecord))
+    state = read_journal(journal)
     session = Session.reopen(directory, provider, tools=tools, config=config, state=state)
     return _Reopened(
-        session, begun + len(state.pending), state.open_turn is not None, state.closing
+        session,
+        state.begun_inputs + len(state.pending),
+        state.open_turn is not None,
+        state.closing,
     )
 
 

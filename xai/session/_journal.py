@@ -249,6 +249,8 @@ class JournalState(msgspec.Struct, kw_only=True):
     usage: Usage = Usage()
     turns: int = 0
     """The highest turn number used so far (a new turn takes the next one)."""
+    begun_inputs: int = 0
+    """Inputs a turn began with (``input`` records; continued turns have none)."""
     open_turn: int | None = None
     """A turn that began and never ended: the process died during it."""
     pending: list[UserMessage] = msgspec.field(default_factory=list)
@@ -318,6 +320,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
                 pending.append(record.message)
         elif isinstance(record, InputRecord):
             _unqueue(pending, (record.message.id,))
+            state.begun_inputs += 1
             state.history.append(record.message)
             state.open_turn = record.turn
             state.turns = max(state.turns, record.turn)
