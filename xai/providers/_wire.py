@@ -138,6 +138,18 @@ def _usage(raw: _Usage) -> Usage:
     )
 
 
+def _chunk(payload: bytes, what: str, where: str) -> _Chunk:
+    """One decoded chunk (or whole answer); a body that is not one, or that carries an
+    ``error`` object, raises the typed error naming ``what`` / ``where`` it was."""
+    try:
+        chunk = _decode_chunk(payload)
+    except msgspec.DecodeError as exc:
+        raise MalformedStreamError(redact(f"malformed {what} ({exc}): {payload[:200]!r}")) from None
+    if chunk.error is not None:
+        raise ProviderError(redact(f"error {where}: {chunk.error.message}"))
+    return chunk
+
+
 async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
     """Turn the raw bytes of an SSE response into provider events.
 
@@ -177,14 +189,7 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
             if payload == b"[DONE]":
                 finished = True
                 continue
-            try:
-                chunk = _decode_chunk(payload)
-            except msgspec.DecodeError as exc:
-                raise MalformedStreamError(
-                    redact(f"malformed stream chunk ({exc}): {payload[:200]!r}")
-                ) from None
-            if chunk.error is not None:
-                raise ProviderError(redact(f"error inside the stream: {chunk.error.message}"))
+            chunk = _chunk(payload, "stream chunk", "inside the stream")
             if first is None:
                 first = chunk
             if chunk.usage is not None:
@@ -275,14 +280,7 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
     ``MalformedStreamError`` for a body that is not a completion and
     ``ProviderError`` for an ``{"error": …}`` body.
     """
-    try:
-        completion = _decode_chunk(payload)
-    except msgspec.DecodeError as exc:
-        raise MalformedStreamError(
-            redact(f"malformed JSON answer ({exc}): {payload[:200]!r}")
-        ) from None
-    if completion.error is not None:
-        raise ProviderError(redact(f"error in the answer: {completion.error.message}"))
+    completion = _chunk(payload, "JSON answer", "in the answer")
     if not completion.choices:
         raise MalformedStreamError(redact(f"a JSON answer without choices: {payload[:200]!r}"))
     choice = completion.choices[0]
