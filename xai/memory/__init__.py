@@ -8,6 +8,7 @@ from xai.memory._embeddings import (
     local_minilm,
     token_counter,
 )
+from xai.memory._episodes import EpisodeStore
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
@@ -26,6 +27,7 @@ __all__ = [
     "Decision",
     "DecisionKind",
     "Embedder",
+    "EpisodeStore",
     "Fact",
     "FactStatus",
     "LexicalIndex",

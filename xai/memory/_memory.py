@@ -21,6 +21,7 @@ import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, local_minilm
+from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._index import VectorIndex, open_index
 from xai.memory._judge import Verdict, ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
@@ -34,7 +35,7 @@ from xai.memory._types import (
     ScoredFact,
     Tier,
 )
-from xai.messages import MemoryCandidate
+from xai.messages import Episode, MemoryCandidate
 from xai.providers import Provider
 
 __all__ = ["LongTermMemory"]
@@ -126,6 +127,7 @@ class LongTermMemory:
         self._lock: anyio.Lock | None = None
         self._pending: _Pending | None = None
         self._lexical: LexicalIndex | None = None
+        self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class LongTermMemory:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
+        self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
         self._index, indexed = await anyio.to_thread.run_sync(
             open_index, self.directory / "index", self.embedder
         )
@@ -149,6 +152,7 @@ class LongTermMemory:
             raise
 
     async def close(self) -> None:
+        self._episodes.close()
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
@@ -202,6 +206,15 @@ class LongTermMemory:
         ]
         out.sort(key=lambda f: f.last_seen, reverse=True)
         return out
+
+    @property
+    def episodes(self) -> EpisodeStore:
+        """What was said in the Agent's Sessions: the evidence facts point to."""
+        return self._episodes
+
+    async def record_episodes(self, episodes: Sequence[Episode]) -> int:
+        """Keep episodes not known yet (by id); on disk when this returns. How many were new."""
+        return len(await self._episodes.record(episodes))
 
     def decided(self, candidate_id: str) -> bool:
         return candidate_id in self._state.decided
