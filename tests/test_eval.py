@@ -111,6 +111,7 @@ def test_longmemeval_format(tmp_path: Path) -> None:
             "question_type": "single-session-user",
             "question": "Where did I go?",
             "answer": "Porto",
+            "question_date": "2023/05/20 (Sat) 02:21",
             "haystack_dates": ["2023/05/01", "2023/05/02"],
             "haystack_session_ids": ["s1", "s2"],
             "haystack_sessions": [
@@ -133,6 +134,7 @@ def test_longmemeval_format(tmp_path: Path) -> None:
         and question.abstention
     )
     assert sample.sessions[1].date == "2023/05/02"
+    assert question.date == "2023/05/20 (Sat) 02:21"  # "how many days ago" counts from it
 
 
 async def test_every_configuration_retrieves_and_recall_is_computed(tmp_path: Path) -> None:

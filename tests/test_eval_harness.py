@@ -30,6 +30,7 @@ from xai.eval import (
     TurnVectorRAG,
     XaiAgentMemory,
     load_locomo,
+    load_longmemeval,
     load_records,
     run_eval,
 )
@@ -395,6 +396,44 @@ async def test_the_judge_is_told_the_truth_of_an_abstention(
     (adversarial,) = [a for a in asked if "What did Ben adopt?" in a]
     assert f"Gold answer: {NOT_MENTIONED}" in adversarial  # not the trap "a puppy"
     assert summary.backends[0].overall.judge == 100.0
+
+
+async def test_the_model_is_told_when_a_longmemeval_question_is_asked(
+    tmp_path: Path, scripted: OpenAIProvider, openai_server: OpenAIWireServer
+) -> None:
+    path = tmp_path / "lme.json"
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "question_id": "q1",
+                    "question_type": "temporal-reasoning",
+                    "question": "How many days ago did I buy a tent?",
+                    "answer": "19 days ago",
+                    "question_date": "2023/05/20 (Sat) 02:21",
+                    "haystack_dates": ["2023/05/01 (Mon) 10:00"],
+                    "haystack_session_ids": ["s1"],
+                    "haystack_sessions": [
+                        [{"role": "user", "content": "I bought a tent today", "has_answer": True}]
+                    ],
+                    "answer_session_ids": ["s1"],
+                }
+            ]
+        )
+    )
+    await run_eval(
+        load_longmemeval(path),
+        [FullContext()],
+        info=RunInfo(
+            dataset="longmemeval", data=str(path), backends=("full",), ks=(1,), context_k=1
+        ),
+        out=tmp_path / "out",
+        llm=scripted,
+    )
+    (request,) = openai_server.chat_requests()
+    assert request.body["messages"][-1]["content"].endswith(
+        "Question: (Asked on 2023/05/20 (Sat) 02:21.) How many days ago did I buy a tent?"
+    )
 
 
 async def test_rag_starts_over_after_an_interrupted_run(locomo_file: Path, tmp_path: Path) -> None:

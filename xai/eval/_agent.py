@@ -39,8 +39,14 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True):
     """Why there is no answer (the model failed); ``text`` is then empty."""
 
 
-def build_messages(question: str, context: str) -> tuple[SystemMessage, UserMessage]:
-    """The prompt: without context the question alone (no empty "Context:" block)."""
+def build_messages(
+    question: str, context: str, *, asked_on: str = ""
+) -> tuple[SystemMessage, UserMessage]:
+    """The prompt: without context the question alone (no empty "Context:" block); the
+    date the question is asked on, when the dataset gives one, ahead of the question
+    ("how many days ago" counts from it)."""
+    if asked_on:
+        question = f"(Asked on {asked_on}.) {question}"
     content = f"Context:\n{context}\n\nQuestion: {question}" if context else question
     return SystemMessage(content=ANSWER_INSTRUCTIONS), UserMessage(content=content)
 
@@ -75,11 +81,14 @@ class EvalAgent:
         retrieved, elapsed = await self.retrieve(question)
         return await self.answer_from(question, retrieved, elapsed)
 
-    async def answer_from(self, question: str, retrieved: Retrieved, elapsed: float) -> Answer:
-        """The model's answer from a context already retrieved (in ``elapsed`` ms)."""
+    async def answer_from(
+        self, question: str, retrieved: Retrieved, elapsed: float, *, asked_on: str = ""
+    ) -> Answer:
+        """The model's answer from a context already retrieved (in ``elapsed`` ms), to a
+        question asked on ``asked_on`` (the dataset's date; "" for none)."""
         if self.llm is None:
             return Answer(text="", retrieved=retrieved, retrieval_ms=elapsed)
-        system, user = build_messages(question, retrieved.context)
+        system, user = build_messages(question, retrieved.context, asked_on=asked_on)
         query = Query(
             self.llm, config=QueryConfig(max_rounds=1, max_tokens=self.max_tokens, temperature=0.0)
         )

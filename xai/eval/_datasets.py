@@ -52,6 +52,9 @@ class EvalQuestion(msgspec.Struct, frozen=True, kw_only=True):
     evidence_sessions: tuple[str, ...] = ()
     abstention: bool = False
     """The right answer is that the information is not available."""
+    date: str = ""
+    """When the question is asked, as the dataset writes it (LongMemEval's
+    ``question_date``; "" when it gives none): "how many days ago" counts from it."""
 
 
 class EvalSample(msgspec.Struct, frozen=True, kw_only=True):
@@ -209,6 +212,7 @@ def _parse_longmemeval(data: Any) -> list[EvalSample]:
             evidence=tuple(evidence),
             evidence_sessions=tuple(str(s) for s in raw.get("answer_session_ids") or []),
             abstention=qid.endswith("_abs"),
+            date=str(raw.get("question_date") or ""),
         )
         samples.append(EvalSample(id=qid, sessions=tuple(sessions), questions=(question,)))
     return samples

@@ -180,7 +180,9 @@ async def _measure(
         async def ask(i: int, question: EvalQuestion) -> None:
             async with limiter:
                 context, elapsed = retrieved[i]
-                answer = await agent.answer_from(question.question, context, elapsed)
+                answer = await agent.answer_from(
+                    question.question, context, elapsed, asked_on=question.date
+                )
                 answers[i] = answer
                 if judge is None:
                     return
