@@ -10,7 +10,8 @@ from typing import NamedTuple, assert_never
 import msgspec
 
 from xai.logs import get_logger
-from xai.memory._judge import Verdict, ask_judge, contradicts
+from xai.memory._judge import Verdict, ask_judge
+from xai.memory._policy import covers, negated, relation, restates, shares_attribute
 from xai.memory._types import Decision, Fact
 from xai.memory._writer import MemoryWriter
 from xai.messages import MemoryCandidate
@@ -42,6 +43,29 @@ class _Answer(NamedTuple):
 def fact_id_for(candidate: MemoryCandidate) -> str:
     """Deterministic: re-deciding the same candidate (after a crash) makes the same fact."""
     return f"f{candidate.id}"
+
+
+def _union(have: tuple[str, ...], more: Sequence[str]) -> tuple[str, ...]:
+    """``have`` then what ``more`` adds, in order, nothing dropped or repeated."""
+    extra = [e for e in dict.fromkeys(more) if e not in have]
+    return (*have, *extra) if extra else have
+
+
+def _breaks_policy(verdict: Verdict, candidate: str, target: Fact | None) -> str | None:
+    """Why a judge's verdict breaks the adjudication policy, or ``None`` if it keeps it."""
+    if target is None:
+        return None
+    decision = verdict.decision
+    if decision == "reinforce" and not restates(candidate, target.text):
+        return "the candidate has content the fact lacks"
+    if decision == "update" and not covers(verdict.text, candidate, target.text):
+        return "the merged text drops content of the candidate or the fact"
+    if decision == "supersede" and relation(candidate, target.text) != "contradicts":
+        if not shares_attribute(candidate, target.text):
+            return "it names neither the fact's subject nor its attribute"
+        if negated(candidate) != negated(target.text):
+            return "a negated near-repeat on a different attribute is not a contradiction"
+    return None
 
 
 class Adjudication(MemoryWriter):
@@ -125,9 +149,10 @@ class Adjudication(MemoryWriter):
         if not near or near[0][1] < config.novel_similarity:
             return await self._add(candidate, vector, session_id, "nothing similar is known")
         top, similarity = near[0]
-        if similarity >= config.duplicate_similarity and not contradicts(candidate.text, top.text):
+        related = [(f, sim) for f, sim in near if sim >= config.novel_similarity]
+        if similarity >= config.duplicate_similarity and restates(candidate.text, top.text):
             return await self._reinforce(
-                top, candidate, session_id, f"same as a known fact ({similarity:.2f})"
+                top, candidate, session_id, f"restates a known fact ({similarity:.2f})"
             )
         if self.judge is not None and config.use_judge:
             shown = tuple((f.id, f.text) for f, _ in near)
@@ -137,18 +162,26 @@ class Adjudication(MemoryWriter):
                 return await self._apply_verdict(
                     candidate, vector, session_id, near, answer.verdict
                 )
-        # Rules only: a contradiction replaces, a close match recurs, the rest is new.
-        if contradicts(candidate.text, top.text):
-            return await self._supersede(
-                top, candidate, vector, session_id, "contradicts a known fact (rules)"
-            )
-        midpoint = (config.novel_similarity + config.duplicate_similarity) / 2
-        if similarity >= midpoint:
-            return await self._reinforce(
-                top, candidate, session_id, f"close to a known fact ({similarity:.2f}, rules)"
-            )
+        # Rules (the same policy the judge is held to): a restatement recurs, a
+        # contradiction of the same subject and attribute replaces, the rest is new.
+        for fact, sim in related:
+            kind = relation(candidate.text, fact.text)
+            if kind == "restates":
+                return await self._reinforce(
+                    fact, candidate, session_id, f"restates a known fact ({sim:.2f}, rules)"
+                )
+            if kind == "contradicts":
+                return await self._supersede(
+                    fact,
+                    candidate,
+                    vector,
+                    session_id,
+                    f"contradicts a known fact ({sim:.2f}, rules)",
+                )
+            if kind != "distinct":
+                assert_never(kind)
         return await self._add(
-            candidate, vector, session_id, f"related but different ({similarity:.2f}, rules)"
+            candidate, vector, session_id, f"related but distinct ({similarity:.2f}, rules)"
         )
 
     async def _apply_verdict(
@@ -162,13 +195,17 @@ class Adjudication(MemoryWriter):
         reason = verdict.reason or f"judge: {verdict.decision}"
         important = verdict.important
         decision = verdict.decision
+        target = near[verdict.fact - 1][0] if verdict.fact is not None else None
+        broken = _breaks_policy(verdict, candidate.text, target)
+        if broken:  # the judge is held to the rules' policy: a distinct fact is added
+            _log.info("memory.verdict_downgraded", decision=decision, why=broken)
+            decision, reason = "add", f"judge said {decision}, but {broken}: added"
         if decision == "drop":
             return [
                 await self._write(
                     "drop", reason, (), candidate=candidate, session_id=session_id, judge=True
                 )
             ]
-        target = near[verdict.fact - 1][0] if verdict.fact is not None else None
         if decision == "add" or target is None:  # `ask_judge` names a fact for the others
             return await self._add(
                 candidate, vector, session_id, reason, judge=True, important=important
@@ -209,6 +246,8 @@ class Adjudication(MemoryWriter):
             supersedes=supersedes,
             sources=(candidate.id,),
             important=important,
+            evidence=tuple(dict.fromkeys(candidate.evidence)),
+            valid_from=now,
         )
 
     async def _add(
@@ -243,6 +282,7 @@ class Adjudication(MemoryWriter):
             last_seen=self.clock(),
             confidence=max(fact.confidence, candidate.confidence),
             sources=(*fact.sources, candidate.id),
+            evidence=_union(fact.evidence, candidate.evidence),
             important=fact.important or important,
             tier=tier,
             version=fact.version + 1,
@@ -316,7 +356,11 @@ class Adjudication(MemoryWriter):
             candidate, session_id, important=important or old.tier == "L2", supersedes=(old.id,)
         )
         retired = msgspec.structs.replace(
-            old, status="superseded", superseded_by=new.id, version=old.version + 1
+            old,
+            status="superseded",
+            superseded_by=new.id,
+            valid_to=new.valid_from,
+            version=old.version + 1,
         )
         return [
             await self._write(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from xai.memory._judge import contradicts
+from xai.memory._policy import restates
 from xai.memory._types import Decision, Fact
 from xai.memory._writer import MemoryWriter
 
@@ -75,10 +75,10 @@ class Maintenance(MemoryWriter):
                 other = self._state.facts.get(other_id)
                 if other is None or other.id == keeper.id or other.status != "active":
                     continue
-                if similarity < self.config.l2_merge_similarity or contradicts(
-                    keeper.text, other.text
+                if similarity < self.config.l2_merge_similarity or not restates(
+                    other.text, keeper.text
                 ):
-                    continue
+                    continue  # only a restatement is folded in: distinct facts stay apart
                 sessions = tuple(dict.fromkeys((*keeper.sessions, *other.sessions)))
                 keeper = msgspec.structs.replace(
                     keeper,
@@ -86,11 +86,19 @@ class Maintenance(MemoryWriter):
                     sessions=sessions,
                     last_seen=max(keeper.last_seen, other.last_seen),
                     sources=(*keeper.sources, *other.sources),
+                    evidence=(
+                        *keeper.evidence,
+                        *(e for e in other.evidence if e not in keeper.evidence),
+                    ),
                     supersedes=(*keeper.supersedes, other.id),
                     version=keeper.version + 1,
                 )
                 retired = msgspec.structs.replace(
-                    other, status="superseded", superseded_by=keeper.id, version=other.version + 1
+                    other,
+                    status="superseded",
+                    superseded_by=keeper.id,
+                    valid_to=self.clock(),
+                    version=other.version + 1,
                 )
                 decisions.append(
                     await self._write(

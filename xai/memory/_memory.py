@@ -131,6 +131,15 @@ class LongTermMemory(Adjudication, Maintenance):
         out.sort(key=lambda f: f.last_seen, reverse=True)
         return out
 
+    def as_of(self, at: float, *, tier: Tier | None = None) -> list[Fact]:
+        """The facts that held at ``at`` (``valid_from <= at < valid_to``), active or since
+        superseded, most recently seen first: "what did the user say before?"."""
+        return [
+            f
+            for f in self.facts(status=None, tier=tier)
+            if f.status in ("active", "superseded") and f.valid_at(at)
+        ]
+
     def decided(self, candidate_id: str) -> bool:
         return candidate_id in self._state.decided
 

@@ -45,6 +45,23 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     """Ids of the candidates it came from."""
     important: bool = False
     version: int = 1
+    evidence: tuple[str, ...] = ()
+    """Ids of the episodes (messages) that support it: the union of its candidates'
+    ``evidence``; no decision drops one. Ledgers written before this field replay with
+    the evidence of the candidates their decisions name (``Ledger.replay``)."""
+    valid_from: float = 0.0
+    """When it started holding: when it was first seen (``0.0`` on decode, from a ledger
+    older than this field, means ``first_seen``)."""
+    valid_to: float | None = None
+    """When it stopped holding: set when it is superseded; ``None`` while it holds."""
+
+    def __post_init__(self) -> None:
+        if not self.valid_from:
+            msgspec.structs.force_setattr(self, "valid_from", self.first_seen)
+
+    def valid_at(self, at: float) -> bool:
+        """It held at ``at``: ``valid_from <= at`` and not yet superseded then."""
+        return self.valid_from <= at and (self.valid_to is None or at < self.valid_to)
 
 
 class ScoredFact(msgspec.Struct, frozen=True):
