@@ -147,9 +147,19 @@ class Adjudication(MemoryWriter):
                 similarity=top_similarity,
             )
         if not near or near[0][1] < config.novel_similarity:
+            # Nothing close enough to restate; a changed value of the same attribute ("lives
+            # in Paris" -> "moved to Berlin") can still be far apart in meaning.
+            for fact, sim in near:
+                if sim >= config.contradiction_similarity and (
+                    relation(candidate.text, fact.text) == "contradicts"
+                ):
+                    return await self._supersede(
+                        fact, candidate, vector, session_id,
+                        f"contradicts a known fact ({sim:.2f}, rules)",
+                    )  # fmt: skip
             return await self._add(candidate, vector, session_id, "nothing similar is known")
         top, similarity = near[0]
-        related = [(f, sim) for f, sim in near if sim >= config.novel_similarity]
+        related = [(f, sim) for f, sim in near if sim >= config.contradiction_similarity]
         if similarity >= config.duplicate_similarity and restates(candidate.text, top.text):
             return await self._reinforce(
                 top, candidate, session_id, f"restates a known fact ({similarity:.2f})"
@@ -167,10 +177,11 @@ class Adjudication(MemoryWriter):
         for fact, sim in related:
             kind = relation(candidate.text, fact.text)
             if kind == "restates":
-                return await self._reinforce(
-                    fact, candidate, session_id, f"restates a known fact ({sim:.2f}, rules)"
-                )
-            if kind == "contradicts":
+                if sim >= config.novel_similarity:
+                    return await self._reinforce(
+                        fact, candidate, session_id, f"restates a known fact ({sim:.2f}, rules)"
+                    )
+            elif kind == "contradicts":
                 return await self._supersede(
                     fact,
                     candidate,
@@ -178,7 +189,7 @@ class Adjudication(MemoryWriter):
                     session_id,
                     f"contradicts a known fact ({sim:.2f}, rules)",
                 )
-            if kind != "distinct":
+            elif kind != "distinct":
                 assert_never(kind)
         return await self._add(
             candidate, vector, session_id, f"related but distinct ({similarity:.2f}, rules)"
