@@ -238,3 +238,27 @@ async def test_a_ledger_written_before_evidence_and_validity_replays(tmp_path: P
         assert memory.get("fc2") == msgspec.structs.replace(
             decision.facts[0], evidence=("m2", "m3", "m4")
         )
+
+
+async def test_neighbours_fetched_ahead_are_fetched_again_when_the_batch_hid_them(
+    tmp_path: Path,
+) -> None:
+    """``adjudicate`` fetches the index's neighbours of many candidates at once; if the running
+    batch retired them meanwhile, the memory asks the index again rather than see none."""
+    async with LongTermMemory(tmp_path) as memory:
+        await memory.adjudicate(
+            [said(t) for t in ("The user has a red bike.", "The user has a blue bike.")]
+        )
+        await memory.adjudicate([said("The user has a green bike.")])
+        (vector,) = await memory.embedder.embed(["The user has a bike."])
+        ahead = await memory._require_index().nearest_many([vector], 2)
+        hidden = [fact_id for fact_id, _ in ahead[0]]
+        async with memory._require_lock(), memory._batch():
+            for fact_id in hidden:
+                fact = memory.get(fact_id)
+                assert fact is not None
+                gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
+                await memory._write("forget", "test", [gone])
+            nearest = await memory._nearest(vector, 2, indexed=ahead[0])
+        (left,) = [f for f in memory.facts() if f.id not in hidden]
+        assert [fact_id for fact_id, _ in nearest] == [left.id]

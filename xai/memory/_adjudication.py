@@ -3,6 +3,7 @@ supersede or drop), by the rules or by an LLM judge, written through the memory'
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple, assert_never
@@ -38,6 +39,13 @@ class _Answer(NamedTuple):
     shown: tuple[tuple[str, str], ...]
     verdict: Verdict | None
     asks: int
+
+
+_AHEAD = 64
+"""Candidates whose neighbours in the index are fetched in one query, under the lock."""
+_MARGIN = 8
+"""Neighbours fetched beyond ``MemoryConfig.neighbours``: room for the facts the running
+batch retires or re-embeds (then hidden) before a candidate's turn comes."""
 
 
 def fact_id_for(candidate: MemoryCandidate) -> str:
@@ -92,16 +100,24 @@ class Adjudication(MemoryWriter):
         while queue:
             question: _Question | None = None
             async with lock, self._batch():
+                ahead: dict[str, list[tuple[str, float]]] = {}
                 while queue:
                     candidate, vector = queue[0]
                     if candidate.id in self._state.decided:  # by a concurrent delivery
                         queue.popleft()
                         continue
+                    if candidate.id not in ahead:  # the next ones' neighbours, in one query
+                        chunk = list(itertools.islice(queue, _AHEAD))
+                        found = await self._require_index().nearest_many(
+                            [v for _, v in chunk], self.config.neighbours + _MARGIN
+                        )
+                        ahead = {c.id: hits for (c, _), hits in zip(chunk, found, strict=True)}
                     step = await self._decide(
                         candidate,
                         vector,
                         session_id or candidate.session_id or None,
                         answers.get(candidate.id),
+                        ahead[candidate.id],
                     )
                     if isinstance(step, _Question):
                         question = step
@@ -127,6 +143,7 @@ class Adjudication(MemoryWriter):
         vector: list[float],
         session_id: str | None,
         answer: _Answer | None,
+        indexed: list[tuple[str, float]] | None = None,
     ) -> list[Decision] | _Question:
         """Decide one candidate under the lock, or say what to ask the judge first."""
         config = self.config
@@ -136,7 +153,7 @@ class Adjudication(MemoryWriter):
                     "drop", "no user evidence", (), candidate=candidate, session_id=session_id
                 )
             ]
-        hits = await self._nearest(vector, config.neighbours)
+        hits = await self._nearest(vector, config.neighbours, indexed=indexed)
         near = [(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
         if _log.enabled("debug"):
             top_id, top_similarity = (near[0][0].id, round(near[0][1], 3)) if near else (None, None)

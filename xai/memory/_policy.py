@@ -16,6 +16,7 @@ judge's verdicts in judge mode (docs/memory.md, "Adjudication policy").
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal, TypeAlias
 
@@ -193,8 +194,10 @@ def _canon(word: str) -> str:
     return _CANON.get(word) or word
 
 
-def _words(text: str) -> list[str]:
-    """Content words in order (negations, filler and the header left out)."""
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> tuple[str, ...]:
+    """Content words in order (negations, filler and the header left out); cached: a
+    fact is compared with many candidates."""
     body = _NEGATION.sub(" ", _HEADER.sub("", text, count=1))
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z0-9]+", body.lower()):
@@ -207,9 +210,10 @@ def _words(text: str) -> list[str]:
                 continue
             word = _canon(stemmed[0])
         out.append(word)
-    return out
+    return tuple(out)
 
 
+@functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """The words that carry content: stemmed, synonyms folded, no negation or filler."""
     return frozenset(_words(text))
@@ -220,6 +224,7 @@ def _attribute(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if w not in _TIME and not w.isdigit())
 
 
+@functools.lru_cache(maxsize=8192)
 def negated(text: str) -> bool:
     """Odd number of negations: the statement is negative."""
     return len(_PARITY.findall(_HEADER.sub("", text, count=1))) % 2 == 1
@@ -240,7 +245,7 @@ def _value_changed(candidate: str, fact: str) -> bool:
         return False
     (fresh,), (old,) = tuple(new), tuple(lost)
 
-    def subject(word: str, order: list[str]) -> bool:  # the first content word names who
+    def subject(word: str, order: tuple[str, ...]) -> bool:  # the first content word names who
         return order[0] == word and not word.isdigit()
 
     return not subject(fresh, c_order) and not subject(old, f_order)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
+import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder
@@ -31,23 +32,27 @@ _log = get_logger(__name__)
 class _Pending:
     """Index changes decided (and in the ledger) but not yet written to the index."""
 
-    __slots__ = ("deletes", "updates", "upserts")
+    __slots__ = ("arrays", "deletes", "updates", "upserts")
 
     def __init__(self) -> None:
         self.upserts: dict[str, tuple[Fact, list[float]]] = {}
         self.updates: dict[str, Fact] = {}
         self.deletes: set[str] = set()
+        self.arrays: dict[str, np.ndarray] = {}
+        """The vectors of ``upserts`` as arrays (compared with each candidate of the batch)."""
 
     def add(self, facts: Sequence[Fact], vectors: dict[str, list[float]]) -> None:
         for fact in facts:
             if fact.status != "active":
                 self.upserts.pop(fact.id, None)
+                self.arrays.pop(fact.id, None)
                 self.updates.pop(fact.id, None)
                 self.deletes.add(fact.id)
             elif fact.id in vectors:
                 self.deletes.discard(fact.id)
                 self.updates.pop(fact.id, None)
                 self.upserts[fact.id] = (fact, vectors[fact.id])
+                self.arrays[fact.id] = np.asarray(vectors[fact.id], dtype=np.float32)
             elif fact.id in self.upserts:
                 self.upserts[fact.id] = (fact, self.upserts[fact.id][1])
             else:
@@ -166,19 +171,44 @@ class MemoryWriter:
                     await index.update_metadata(list(pending.updates.values()))
 
     async def _nearest(
-        self, vector: list[float], k: int, *, tiers: Sequence[str] | None = None
+        self,
+        vector: list[float],
+        k: int,
+        *,
+        tiers: Sequence[str] | None = None,
+        indexed: Sequence[tuple[str, float]] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest active facts, including those written earlier in the running batch."""
+        """Nearest active facts, including those written earlier in the running batch.
+
+        ``indexed``: the index's nearest for ``vector`` fetched earlier in this batch (the
+        index is not written until the batch ends, so they still hold), at least ``k``
+        plus a margin of them; they are queried again only if what the batch retired or
+        re-embedded since leaves fewer than ``k``."""
         pending = self._pending
-        if pending is None or not (pending.upserts or pending.deletes or pending.updates):
+        busy = pending is not None and bool(pending.upserts or pending.deletes or pending.updates)
+        if pending is None or not busy:
+            if indexed is not None:
+                return list(indexed[:k])
             return await self._require_index().nearest(vector, k, tiers=tiers)
-        hidden = len(pending.deletes) + len(pending.upserts)
-        hits = await self._require_index().nearest(vector, k + hidden, tiers=tiers)
-        scores = {i: s for i, s in hits if i not in pending.deletes and i not in pending.upserts}
-        for fact_id, (fact, stored) in pending.upserts.items():
-            if tiers and fact.tier not in tiers:
-                continue
-            scores[fact_id] = sum(a * b for a, b in zip(vector, stored, strict=True))
+        hidden = len(pending.deletes) + sum(f.version > 1 for f, _ in pending.upserts.values())
+        scores = {
+            i: s
+            for i, s in (indexed or ())
+            if i not in pending.deletes and i not in pending.upserts
+        }
+        if indexed is None or (len(scores) < k and len(indexed) > len(scores)):
+            hits = await self._require_index().nearest(vector, k + hidden, tiers=tiers)
+            scores = {
+                i: s for i, s in hits if i not in pending.deletes and i not in pending.upserts
+            }
+        if pending.upserts:
+            ids = list(pending.upserts)
+            stored = np.stack([pending.arrays[i] for i in ids])
+            cosines = stored @ np.asarray(vector, dtype=np.float32)
+            for fact_id, cosine in zip(ids, cosines.tolist(), strict=True):
+                fact = pending.upserts[fact_id][0]
+                if not tiers or fact.tier in tiers:
+                    scores[fact_id] = cosine
         live = {
             i: s for i, s in scores.items()
             if (f := self._state.facts.get(i)) is not None and f.status == "active"
