@@ -262,3 +262,11 @@ async def test_neighbours_fetched_ahead_are_fetched_again_when_the_batch_hid_the
             nearest = await memory._nearest(vector, 2, indexed=ahead[0])
         (left,) = [f for f in memory.facts() if f.id not in hidden]
         assert [fact_id for fact_id, _ in nearest] == [left.id]
+
+
+def test_contradiction_similarity_is_checked() -> None:
+    from xai.exceptions import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="contradiction_similarity"):
+        MemoryConfig(contradiction_similarity=0)
+    assert MemoryConfig().contradiction_similarity == 0.4
