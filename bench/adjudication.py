@@ -89,9 +89,7 @@ async def ingest(
                 for decision in await memory.adjudicate(call, session_id=batch[0].session_id):
                     counts[decision.kind] += 1
         seconds = time.perf_counter() - start
-        evidence = {
-            d.candidate.id: d.candidate.evidence for d in memory.ledger() if d.candidate
-        }
+        evidence = {d.candidate.id: d.candidate.evidence for d in memory.ledger() if d.candidate}
         reachable = {
             e
             for fact in memory.facts(status="active")
