@@ -18,7 +18,11 @@ Reported:
 - ``adjudicated_per_s``: candidates decided per wall-clock second, embedding included,
   against ``embedded_per_s``: the same texts embedded by the same model in batches
   (its default batch size, no cache) in the same run; ``ratio`` is the one over the
-  other. Both embedders run with their cache off, so neither reuses the other's work.
+  other. ``embedded_per_s_session_calls``/``ratio_session_calls``: the same, with the
+  texts embedded in the calls adjudication makes (one per dataset session, about 20
+  texts: a call pads its texts to its longest, so small calls embed slower than one
+  call of every text). All embedders run with their cache off, so none reuses another's
+  work.
 - ``--profile``: a cProfile of the adjudication (main thread), top functions by
   cumulative time, printed before the JSON line.
 
@@ -116,6 +120,13 @@ async def main() -> None:
     start = time.perf_counter()
     embed_model.embed_sync(texts)
     embedded_per_s = len(texts) / (time.perf_counter() - start)
+    calls = [[c.text for c in batch] for s in samples for batch in candidates_of(s)]
+    session_model = LocalMiniLM(cache_size=0)
+    session_model.embed_sync(texts[:8])
+    start = time.perf_counter()
+    for call in calls:
+        session_model.embed_sync(call)
+    embedded_per_s_session_calls = len(texts) / (time.perf_counter() - start)
 
     embedder = LocalMiniLM(cache_size=0)
     embedder.embed_sync(texts[:8])
@@ -163,6 +174,8 @@ async def main() -> None:
                 "adjudicated_per_s": round(adjudicated_per_s, 1),
                 "embedded_per_s": round(embedded_per_s, 1),
                 "ratio": round(adjudicated_per_s / embedded_per_s, 3),
+                "embedded_per_s_session_calls": round(embedded_per_s_session_calls, 1),
+                "ratio_session_calls": round(adjudicated_per_s / embedded_per_s_session_calls, 3),
                 "load_average": os.getloadavg()[0],
             }
         )
