@@ -154,8 +154,7 @@ async def test_the_xai_backend_goes_through_sessions_and_adjudication(
         bodies = [r.body for r in openai_server.chat_requests()]
         assert sum("[xai:memory-extraction]" in json.dumps(b) for b in bodies) == 4
         ledger = backend._agent.memory.ledger()
-        assert {d.kind for d in ledger} <= {"add", "reinforce"}  # TODO(lead): {"add"} once
-        # adjudication keeps distinct facts distinct (issue 14, adjudication branch)
+        assert {d.kind for d in ledger} == {"add"}  # distinct turns stay distinct facts
         assert {e for d in ledger if d.candidate for e in d.candidate.evidence} == {
             "D1:1",
             "D1:2",

@@ -228,12 +228,19 @@ async def test_l2_near_duplicates_are_merged(
             [candidate("The user likes cooking with nuts.", "s0")]
         )  # first: added, L1
         await memory.adjudicate([candidate("The user is allergic to peanuts.", "s1")])
-        await memory.adjudicate([candidate("The user has an allergy to peanuts.", "s2")])
+        await memory.adjudicate(
+            [
+                msgspec.structs.replace(
+                    candidate("The user is very allergic to peanuts.", "s2"), evidence=("m2",)
+                )
+            ]
+        )  # a restatement (only a filler word more): folded in, its evidence kept
         assert len(memory.facts(tier="L2")) == 2
         (merge,) = await memory.maintain()
     assert merge.kind == "compact"
     keeper, retired = merge.facts
     assert keeper.text == "The user is allergic to peanuts." and keeper.count == 2
+    assert keeper.evidence == ("m1", "m2")
     assert retired.status == "superseded" and retired.superseded_by == keeper.id
 
 

@@ -162,6 +162,27 @@ class VectorIndex:
         distances = result["distances"][0] if result["distances"] else []
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
+    async def nearest_many(
+        self, vectors: Sequence[Sequence[float]], k: int
+    ) -> list[list[tuple[str, float]]]:
+        """``nearest`` for many vectors in one query (one trip to the worker thread)."""
+        if k <= 0 or not vectors:
+            return [[] for _ in vectors]
+        query: Any = [list(v) for v in vectors]
+
+        def search() -> Any:
+            return self._collection.query(
+                query_embeddings=query, n_results=k, include=["distances"]
+            )
+
+        result = await anyio.to_thread.run_sync(search)
+        ids = result["ids"] or [[] for _ in vectors]
+        distances = result["distances"] or [[] for _ in vectors]
+        return [
+            [(i, 1.0 - float(d)) for i, d in zip(row_ids, row, strict=True)]
+            for row_ids, row in zip(ids, distances, strict=True)
+        ]
+
     async def nearest_and(
         self,
         vector: Sequence[float],

@@ -1,4 +1,4 @@
-"""The LLM judge for candidates in the ambiguous band, and the rules used without one."""
+"""The LLM judge for candidates in the ambiguous band (the rules are in ``_policy``)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,25 @@ from xai.messages import StopReason
 from xai.providers import Provider
 from xai.structured import ask_json, json_object_text
 
-__all__ = ["JUDGE_MARKER", "Verdict", "ask_judge", "contradicts"]
+__all__ = ["JUDGE_MARKER", "Verdict", "ask_judge"]
 
 JUDGE_MARKER = "[xai:memory-judge]"
 
 JUDGE_PROMPT = (
     "You keep a long-term memory of facts about a user. A new candidate statement "
     "arrived; compare it with the existing facts, numbered [1], [2], ... and decide one of:\n"
-    '- "reinforce": it says the same as fact n (give "fact": n)\n'
+    '- "reinforce": it restates fact n and adds nothing: every detail it gives is already '
+    'in fact n (give "fact": n)\n'
     '- "update": it refines or completes fact n; give "fact": n and "text": one sentence '
-    "that merges both\n"
-    '- "supersede": it contradicts fact n and, being newer, replaces it (give "fact": n)\n'
-    '- "add": it is a different fact\n'
+    "that keeps every detail of both\n"
+    '- "supersede": it contradicts fact n about the same subject and the same attribute '
+    "(the same statement negated, or a new value of it, e.g. a new city for where the user "
+    'lives) and, being newer, replaces it (give "fact": n). A negative statement about a '
+    "different detail is not a contradiction: add it\n"
+    '- "add": it is a different fact, even if related (another detail, time, person or event)\n'
     '- "drop": not worth remembering (trivial, not about the user, or too uncertain)\n'
+    "When unsure between reinforce or supersede and add, add: distinct facts must stay "
+    "distinct.\n"
     'Set "important": true for a stable, significant fact (identity, strong preference, '
     "lasting commitment).\n"
     'Reply with JSON only: {"decision": "...", "fact": n or null, "text": "...", '
@@ -73,16 +79,3 @@ async def ask_judge(
     if verdict.decision == "update" and not verdict.text.strip():
         return None
     return verdict
-
-
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|no longer|"
-    r"stopped|quit|dislikes?|hates?|cannot|can't|won't|isn't|aren't|wasn't|weren't|"
-    r"don't|doesn't|didn't|hasn't|haven't|hadn't)\b",
-    re.IGNORECASE,
-)
-
-
-def contradicts(a: str, b: str) -> bool:
-    """A cheap rule: two similar statements whose negations differ in parity disagree."""
-    return len(_NEGATION.findall(a)) % 2 != len(_NEGATION.findall(b)) % 2

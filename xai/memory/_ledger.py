@@ -12,7 +12,9 @@ version of a known fact whose history only grew (a reinforcement, a promotion,
 a status change) is written as a ``FactChange``: its scalar fields and what was
 appended to its ``sessions``/``sources``/``supersedes``, so a fact seen in a
 thousand Sessions costs a small constant per recurrence, not its whole history
-each time. Ledgers written before changes existed (every fact whole) read the same.
+each time. Ledgers written before changes existed (every fact whole) read the same, and
+so do ledgers written before facts had ``evidence``/``valid_from``/``valid_to``
+(``_upgraded`` fills them in from the decisions).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     sessions: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    valid_to: float | None = None
 
     @classmethod
     def between(cls, old: Fact, new: Fact, position: int) -> FactChange | None:
@@ -65,9 +69,11 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             and new.version == old.version + 1
             and new.kind == old.kind
             and new.first_seen == old.first_seen
+            and new.valid_from == old.valid_from
             and new.sessions[: len(old.sessions)] == old.sessions
             and new.sources[: len(old.sources)] == old.sources
             and new.supersedes[: len(old.supersedes)] == old.supersedes
+            and new.evidence[: len(old.evidence)] == old.evidence
         )
         if not grown:
             return None
@@ -86,6 +92,8 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             sessions=new.sessions[len(old.sessions) :],
             sources=new.sources[len(old.sources) :],
             supersedes=new.supersedes[len(old.supersedes) :],
+            evidence=new.evidence[len(old.evidence) :],
+            valid_to=new.valid_to,
         )
 
     def apply(self, old: Fact) -> Fact:
@@ -103,6 +111,8 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             sessions=old.sessions + self.sessions,
             sources=old.sources + self.sources,
             supersedes=old.supersedes + self.supersedes,
+            evidence=old.evidence + self.evidence,
+            valid_to=self.valid_to,
         )
 
 
@@ -181,7 +191,7 @@ def _walk(path: Path, state: LedgerState, *, repair: bool) -> Iterator[Decision]
         for position, slot in enumerate(facts):
             if slot is None:
                 facts[position] = next(whole)
-        complete = tuple(f for f in facts if f is not None)
+        complete = tuple(_upgraded(f, line) for f in facts if f is not None)
         for fact in complete:
             state.facts[fact.id] = fact
         yield Decision(
@@ -194,6 +204,22 @@ def _walk(path: Path, state: LedgerState, *, repair: bool) -> Iterator[Decision]
             facts=complete,
             judge=line.judge,
         )
+
+
+def _upgraded(fact: Fact, line: _Line) -> Fact:
+    """A fact from a ledger older than ``evidence``/``valid_to`` gets the evidence of the
+    candidate its decision names (when that candidate is one of its sources), and a fact
+    superseded without ``valid_to`` gets the decision's time. A no-op on newer ledgers:
+    their facts already hold both. (``valid_from`` defaults to ``first_seen`` on decode.)"""
+    candidate = line.candidate
+    if fact.status == "superseded" and fact.valid_to is None:
+        fact = msgspec.structs.replace(fact, valid_to=line.at)
+    if candidate is None or not candidate.evidence or candidate.id not in fact.sources:
+        return fact
+    missing = [e for e in candidate.evidence if e not in fact.evidence]
+    if not missing:
+        return fact
+    return msgspec.structs.replace(fact, evidence=(*fact.evidence, *missing))
 
 
 class Ledger:

@@ -45,6 +45,23 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     """Ids of the candidates it came from."""
     important: bool = False
     version: int = 1
+    evidence: tuple[str, ...] = ()
+    """Ids of the episodes (messages) that support it: the union of its candidates'
+    ``evidence``; no decision drops one. Ledgers written before this field replay with
+    the evidence of the candidates their decisions name (``Ledger.replay``)."""
+    valid_from: float = 0.0
+    """When it started holding: when it was first seen (``0.0`` on decode, from a ledger
+    older than this field, means ``first_seen``)."""
+    valid_to: float | None = None
+    """When it stopped holding: set when it is superseded; ``None`` while it holds."""
+
+    def __post_init__(self) -> None:
+        if not self.valid_from:
+            msgspec.structs.force_setattr(self, "valid_from", self.first_seen)
+
+    def valid_at(self, at: float) -> bool:
+        """It held at ``at``: ``valid_from <= at`` and not yet superseded then."""
+        return self.valid_from <= at and (self.valid_to is None or at < self.valid_to)
 
 
 class ScoredFact(msgspec.Struct, frozen=True):
@@ -78,9 +95,16 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     duplicate_similarity: float = 0.88
-    """At or above: the candidate is the nearest fact again (reinforce)."""
+    """At or above, a candidate that restates the nearest fact (no content word it lacks,
+    same polarity) reinforces it without asking the judge."""
     novel_similarity: float = 0.65
-    """Below: the candidate is new (add). In between the judge decides (or the rules)."""
+    """Below: nothing known is close enough to be restated or merged; the candidate is
+    added (unless it contradicts a fact, see ``contradiction_similarity``). From here to
+    ``duplicate_similarity`` the judge decides (or the rules), held to the same policy."""
+    contradiction_similarity: float = 0.4
+    """Facts at least this similar are checked for a contradiction of the same subject and
+    attribute: a changed value ("lives in Paris" -> "moved to Berlin") is often far apart
+    in meaning (0.4-0.6 with MiniLM), and the word rules that decide it are strict."""
     neighbours: int = 5
     """Nearest active facts shown to the judge."""
     use_judge: bool = True
@@ -107,6 +131,10 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 "need 0 < novel_similarity <= duplicate_similarity <= 1, got "
                 f"{self.novel_similarity} and {self.duplicate_similarity}"
+            )
+        if not 0 < self.contradiction_similarity <= 1:
+            raise ConfigurationError(
+                f"contradiction_similarity must be in (0, 1], got {self.contradiction_similarity}"
             )
         if not 0 <= self.lexical_weight <= 1:
             raise ConfigurationError(f"lexical_weight must be in [0, 1], got {self.lexical_weight}")
