@@ -20,10 +20,8 @@ import msgspec
 from xai import _actor
 from xai.events import (
     CompactionReason,
-    SessionClosed,
     SessionEvent,
     SessionFailed,
-    SessionFinalizing,
     TurnDone,
     TurnStarted,
 )
@@ -49,6 +47,7 @@ from xai.providers import Provider
 from xai.query import CancelToken, Query
 from xai.session import _oplog
 from xai.session._between import compact, extract
+from xai.session._closing import finalise
 from xai.session._compaction import Calibration, message_chars
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext, delegate_tool
 from xai.session._history import interrupted_by_crash, place, unanswered_calls
@@ -84,7 +83,6 @@ from xai.session._types import (
     InputPolicy,
     SessionConfig,
     TurnHandle,
-    run_hooks,
 )
 from xai.tools import Tool, ToolSet
 
@@ -504,7 +502,7 @@ class Session:
                     )
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await self._finalise()
+                        await finalise(self)
                     # Callback pumps drain what is buffered, then end; a stuck one is
                     # cancelled after a grace period.
                     group.cancel_scope.deadline = anyio.current_time() + _PUMP_GRACE
@@ -735,66 +733,6 @@ class Session:
         return child, True
 
     # -- the end -------------------------------------------------------------------------------
-
-    async def _finalise(self) -> None:
-        self._closing = True
-        self._state = "closing"
-        reason = self._close_reason
-        try:
-            current = self._current
-            if current is not None and not current.done:
-                # The turn was torn down from outside (or by a failure) before it finished.
-                outcome = TurnOutcome(
-                    turn=self._turns,
-                    status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
-                    input_id=current.input.id if current.input else None,
-                )
-                self._recorder.write(TurnEndRecord(outcome=outcome))
-                self._hub.publish(TurnDone(outcome=outcome))
-                current._resolve(outcome)
-            self._inbox.drop(self._turns, self._recorder.journal)
-            self._hub.publish(SessionFinalizing(reason=reason))
-            took_all = await self._run_finalizing_hooks(reason)
-            if self._recorder.journal is not None:
-                try:
-                    waiting = len(self._unacknowledged())
-                    self._recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
-                    await self._recorder.sync()
-                except OSError as exc:
-                    _log.exception("session.journal_failed", stage="close")
-                    self._hub.publish(
-                        SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal")
-                    )
-        finally:
-            self._recorder.close()
-            self._state = "closed"
-            try:
-                self._hub.publish(SessionClosed(reason=reason))
-                self._hub.end()
-                _oplog.closed(self, reason, pending=len(self._unacknowledged()))
-            finally:  # whatever happened, nobody waits for this Session forever
-                if self._closed is not None:
-                    self._closed.set()
-
-    async def _run_finalizing_hooks(self, reason: CloseReason) -> bool:
-        """Run every hook; True if each returned normally (so the owner took the candidates)."""
-        context = FinalizingContext(
-            session_id=self.id,
-            reason=reason,
-            candidates=self._unacknowledged(),
-            episodes=tuple(self._transcript.episodes),
-            usage=self._usage,
-            turns=self._turns,
-            parent_id=self.parent_id,
-        )
-
-        def failed(exc: Exception) -> None:
-            error = ErrorInfo.from_exception(exc)
-            self._hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
-
-        return await run_hooks(
-            self.on_session_finalizing, context, self.config.hook_timeout, failed
-        )
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"
