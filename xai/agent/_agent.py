@@ -38,6 +38,7 @@ from xai.agent._jobs import Job, grounded_in
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._restart import resume_sessions
+from xai.agent._resume import list_done
 from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
@@ -49,7 +50,7 @@ from xai.events import (
     SessionEvent,
     SessionOpened,
 )
-from xai.exceptions import ConfigurationError, SessionClosedError
+from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
 from xai.messages import (
@@ -194,6 +195,8 @@ class Agent:
         self._stopping: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._running = False
+        self._suspending = False
+        self._recorded: set[str] = set()  # Sessions whose episodes are in memory (closing ones)
         self._scheduler_scope: anyio.CancelScope | None = None
         self.scheduler = Scheduler(self, self.clock)
 
@@ -295,6 +298,7 @@ class Agent:
         self._running = True
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
+        self._suspending = False
         try:
             with bind_ids(agent_id=self.id), _actor.single_errors():
                 await anyio.to_thread.run_sync(self._lock.acquire)
@@ -341,7 +345,10 @@ class Agent:
                 with anyio.CancelScope(shield=True):
                     if self._scheduler_scope is not None:
                         self._scheduler_scope.cancel()
-                    await self._close_sessions()
+                    if self._suspending:
+                        await self._suspend_sessions()
+                    else:
+                        await self._close_sessions()
                     await send.aclose()
         finally:
             self._jobs = None
@@ -424,6 +431,34 @@ class Agent:
             return
         self._stopping.set()
         await self._stopped.wait()
+
+    async def suspend(self) -> None:
+        """Stop WITHOUT closing the Sessions: no finalising hooks, no ``closed`` record; each
+        journal stays open-ended, so the next start reopens every Session as it was (same
+        id, history, inputs accepted and not started; candidates already decided are not
+        decided again). For evicting an idle Agent (``AgentHost``).
+
+        Refused with ``AgentBusyError`` while a turn (or the memory extraction after one)
+        runs in any of its Sessions: a suspend never interrupts or waits for a turn. From the
+        call on, no turn starts and no input is accepted. Idempotent; a no-op if not running.
+        """
+        if self._stopping is None or self._stopped is None:
+            return
+        if not self._stopping.is_set():
+            busy = tuple(i for i, s in self._sessions.items() if not s.idle)
+            if busy:
+                raise AgentBusyError(self.id, busy)
+            self._suspending = True
+            for session in self._sessions.values():  # synchronously: no turn starts now
+                session.begin_suspend()
+            self._stopping.set()
+        await self._stopped.wait()
+
+    async def _suspend_sessions(self) -> None:
+        async with anyio.create_task_group() as group:
+            for session in list(self._sessions.values()):
+                group.start_soon(session.suspend)
+        self._sessions.clear()
 
     async def _close_sessions(self) -> None:
         while self._sessions:  # children opened while closing are closed too
@@ -533,6 +568,10 @@ class Agent:
                 self._offer(Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
+                if session.id in self._recorded:
+                    self._recorded.discard(session.id)
+                    if not session.closing_pending:  # every candidate acknowledged
+                        list_done(self.directory / "sessions", (session.id,))
                 self._publish(session.id, SessionEnded(reason=body.reason))
                 self.scheduler.sessions_changed(len(self._sessions))
 
@@ -549,6 +588,8 @@ class Agent:
         """
         if context.episodes:  # what was said is kept first: the evidence candidates point to
             await self.memory.record_episodes(context.episodes)
+        if not context.episodes or context.episodes[-1].id in self.memory.episodes:
+            self._recorded.add(context.session_id)  # closed.list may name it once closed
         if not context.candidates:
             return
         done = anyio.Event()

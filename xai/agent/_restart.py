@@ -12,7 +12,16 @@ import anyio
 import msgspec
 
 from xai.agent._jobs import Job, grounded_in
-from xai.agent._resume import Damaged, LeftOver, Reopen, Unrecorded, scan_sessions, set_aside
+from xai.agent._resume import (
+    Damaged,
+    Done,
+    LeftOver,
+    Reopen,
+    Unrecorded,
+    list_done,
+    scan_sessions,
+    set_aside,
+)
 from xai.events import JournalQuarantined, SessionOpened
 from xai.logs import get_logger
 from xai.messages import CloseReason, MemoryCandidate, Message
@@ -30,19 +39,27 @@ async def resume_sessions(self: Agent) -> None:
     """Act on every journal found under ``sessions/`` (each read once, in a worker
     thread): see ``xai.agent._resume``."""
     known = self.memory.episodes.__contains__
-    found = await anyio.to_thread.run_sync(scan_sessions, self.directory / "sessions", known)
+    root = self.directory / "sessions"
+    found = await anyio.to_thread.run_sync(scan_sessions, root, known)
+    done: list[str] = []  # closed journals read, now completely done
     for item in found:
         if isinstance(item, Reopen):
             await _reopen(self, item)
         elif isinstance(item, LeftOver):
             await self.memory.record_episodes(item.episodes)
             await _decide_left_over(self, item.session_id, item.candidates, item.history)
+            # (the memory has decided them: its decisions are the acknowledgement)
+            done.append(item.session_id)
         elif isinstance(item, Unrecorded):
             await self.memory.record_episodes(item.episodes)
+            done.append(item.session_id)
         elif isinstance(item, Damaged):
             await _quarantine(self, item)
+        elif isinstance(item, Done):
+            done.append(item.session_id)
         else:
             assert_never(item)
+    await anyio.to_thread.run_sync(list_done, root, done)
 
 
 async def _reopen(self: Agent, item: Reopen) -> None:

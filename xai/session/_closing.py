@@ -1,4 +1,5 @@
-"""The end of a Session: finalising it (hooks, the journal's last record, the events).
+"""The end of a Session's task: finalising it (hooks, the journal's last record, the
+events), or suspending it (none of that: the journal stays open-ended for a reopen).
 
 These work on the Session's own state and run in its own task (rule 6).
 """
@@ -17,7 +18,7 @@ from xai.session._types import FinalizingContext, run_hooks
 if TYPE_CHECKING:
     from xai.session._session import Session
 
-__all__ = ["finalise"]
+__all__ = ["end_suspended", "finalise"]
 
 _log = get_logger(__name__)
 
@@ -82,3 +83,22 @@ async def _run_finalizing_hooks(self: Session, reason: CloseReason) -> bool:
         self._hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
 
     return await run_hooks(self.on_session_finalizing, context, self.config.hook_timeout, failed)
+
+
+def end_suspended(self: Session) -> None:
+    """The task ends without a close: the journal is left as it is (open-ended, so a
+    reopen continues it), waiting inputs stay accepted there, subscriptions end."""
+    self._state = "suspended"
+    try:
+        waiting = self._inbox.release(self._turns)
+        self._recorder.close()
+        self._hub.end()
+        _log.info(
+            "session.suspended",
+            turns=self._turns,
+            inputs_waiting=waiting,
+            candidates_pending=len(self._unacknowledged()),
+        )
+    finally:
+        if self._closed is not None:
+            self._closed.set()
