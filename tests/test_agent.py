@@ -13,7 +13,7 @@ import pytest
 
 from tests.session_helpers import drain, extraction_responder, is_side_request, last_content
 from xai.agent import Agent, AgentConfig, AgentHost, OpenSession, Persona
-from xai.agent._agent import _Job
+from xai.agent._jobs import Job
 from xai.events import AgentEvent, MemoryDecided, SessionEnded, SessionOpened
 from xai.exceptions import SessionClosedError
 from xai.memory import JUDGE_MARKER, MemoryConfig
@@ -140,7 +140,7 @@ async def test_agent_origin_input_never_becomes_a_user_fact(
             text="The user is exhausted.", evidence=(wake_up.id,), session_id=session.id
         )
         done = anyio.Event()
-        assert await agent._enqueue(_Job(session.id, (forged,), session, done))
+        assert await agent._enqueue(Job(session.id, (forged,), session, done))
         await done.wait()
         await session.close()
         assert agent.memory.facts() == []

@@ -96,6 +96,8 @@ async def test_episodes_missing_from_memory_are_recorded_from_the_journals_on_st
         kept = agent.memory.episodes.in_session(session.id)
     assert len(kept) == 2
     (tmp_path / "memory" / "episodes.jsonl").unlink()
+    # (nor the list of Sessions completely done, which names it only once its episodes were in)
+    (tmp_path / "sessions" / "closed.list").unlink()
     # A journal in the format of xai before episodes: messages without times.
     assert session.directory is not None
     journal = session.directory / "journal.jsonl"

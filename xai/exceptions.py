@@ -9,6 +9,7 @@ retry may help.
     ├── UsageError                  you used the library wrong
     │   ├── ConfigurationError      missing or invalid settings (names the variable or file)
     │   │   └── AgentLockedError    another process runs that Agent directory (directory, pid)
+    │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
     │   └── SessionClosedError      input sent to a Session that is closing or closed
     └── RunError                    the run failed
@@ -34,6 +35,7 @@ Messages never contain secrets: provider errors pass their text through
 from __future__ import annotations
 
 __all__ = [
+    "AgentBusyError",
     "AgentLockedError",
     "AuthenticationError",
     "BadRequestError",
@@ -90,6 +92,16 @@ class AgentLockedError(ConfigurationError):
         super().__init__(f"the Agent directory {directory} is in use by {holder}")
         self.directory = directory
         self.pid = pid
+
+
+class AgentBusyError(UsageError):
+    """``Agent.suspend`` was refused: a turn of its Sessions ``session_ids`` runs (a suspend
+    never interrupts a turn; try again when they are idle)."""
+
+    def __init__(self, agent_id: str, session_ids: tuple[str, ...]) -> None:
+        super().__init__(f"agent {agent_id} has turns running in sessions {list(session_ids)}")
+        self.agent_id = agent_id
+        self.session_ids = session_ids
 
 
 class ToolDefinitionError(UsageError):

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -34,38 +34,29 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from xai import _actor
 from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
+from xai.agent._jobs import Job, grounded_in
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
-from xai.agent._resume import (
-    Damaged,
-    LeftOver,
-    Reopen,
-    Unrecorded,
-    scan_sessions,
-    set_aside,
-)
+from xai.agent._restart import resume_sessions
+from xai.agent._resume import list_done
 from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
     AgentEvent,
     CandidatesProposed,
-    JournalQuarantined,
     MemoryDecided,
     SessionClosed,
     SessionEnded,
     SessionEvent,
     SessionOpened,
 )
-from xai.exceptions import ConfigurationError, SessionClosedError
+from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
 from xai.messages import (
     CandidateKind,
-    CloseReason,
     MemoryCandidate,
-    Message,
     Origin,
-    UserMessage,
     new_id,
 )
 from xai.providers import Provider
@@ -118,26 +109,6 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 JOB_QUEUE = 64
 """Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
-
-
-class _Job:
-    """Candidates of one Session for the adjudicator. ``done`` is set when the job is over
-    (``decided`` says whether its candidates were decided and acknowledged)."""
-
-    __slots__ = ("candidates", "decided", "done", "session", "session_id")
-
-    def __init__(
-        self,
-        session_id: str,
-        candidates: tuple[MemoryCandidate, ...],
-        session: Session | None,
-        done: anyio.Event | None,
-    ) -> None:
-        self.session_id = session_id
-        self.candidates = candidates
-        self.session: Session | None = session
-        self.done: anyio.Event | None = done
-        self.decided = False
 
 
 class AdjudicationStopped(RuntimeError):
@@ -220,10 +191,12 @@ class Agent:
         self._files: anyio.Lock | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
-        self._jobs: MemoryObjectSendStream[_Job] | None = None
+        self._jobs: MemoryObjectSendStream[Job] | None = None
         self._stopping: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
         self._running = False
+        self._suspending = False
+        self._recorded: set[str] = set()  # Sessions whose episodes are in memory (closing ones)
         self._scheduler_scope: anyio.CancelScope | None = None
         self.scheduler = Scheduler(self, self.clock)
 
@@ -325,6 +298,7 @@ class Agent:
         self._running = True
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
+        self._suspending = False
         try:
             with bind_ids(agent_id=self.id), _actor.single_errors():
                 await anyio.to_thread.run_sync(self._lock.acquire)
@@ -351,12 +325,12 @@ class Agent:
         try:
             await self.memory.open()
             async with self._tools.open(), anyio.create_task_group() as group:
-                send, receive = anyio.create_memory_object_stream[_Job](JOB_QUEUE)
+                send, receive = anyio.create_memory_object_stream[Job](JOB_QUEUE)
                 self._jobs = send
                 self._group = group
                 group.start_soon(self._adjudicate_forever, receive)
                 if self.config.resume_sessions:
-                    await self._resume_sessions()
+                    await resume_sessions(self)
                 await group.start(self._run_scheduler)
                 _log.info(
                     "agent.started",
@@ -371,7 +345,10 @@ class Agent:
                 with anyio.CancelScope(shield=True):
                     if self._scheduler_scope is not None:
                         self._scheduler_scope.cancel()
-                    await self._close_sessions()
+                    if self._suspending:
+                        await self._suspend_sessions()
+                    else:
+                        await self._close_sessions()
                     await send.aclose()
         finally:
             self._jobs = None
@@ -454,6 +431,34 @@ class Agent:
             return
         self._stopping.set()
         await self._stopped.wait()
+
+    async def suspend(self) -> None:
+        """Stop WITHOUT closing the Sessions: no finalising hooks, no ``closed`` record; each
+        journal stays open-ended, so the next start reopens every Session as it was (same
+        id, history, inputs accepted and not started; candidates already decided are not
+        decided again). For evicting an idle Agent (``AgentHost``).
+
+        Refused with ``AgentBusyError`` while a turn (or the memory extraction after one)
+        runs in any of its Sessions: a suspend never interrupts or waits for a turn. From the
+        call on, no turn starts and no input is accepted. Idempotent; a no-op if not running.
+        """
+        if self._stopping is None or self._stopped is None:
+            return
+        if not self._stopping.is_set():
+            busy = tuple(i for i, s in self._sessions.items() if not s.idle)
+            if busy:
+                raise AgentBusyError(self.id, busy)
+            self._suspending = True
+            for session in self._sessions.values():  # synchronously: no turn starts now
+                session.begin_suspend()
+            self._stopping.set()
+        await self._stopped.wait()
+
+    async def _suspend_sessions(self) -> None:
+        async with anyio.create_task_group() as group:
+            for session in list(self._sessions.values()):
+                group.start_soon(session.suspend)
+        self._sessions.clear()
 
     async def _close_sessions(self) -> None:
         while self._sessions:  # children opened while closing are closed too
@@ -560,9 +565,13 @@ class Agent:
             body = event.event
             self._publish(session.id, body)
             if isinstance(body, CandidatesProposed):
-                self._offer(_Job(session.id, body.candidates, session, None))
+                self._offer(Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
+                if session.id in self._recorded:
+                    self._recorded.discard(session.id)
+                    if not session.closing_pending:  # every candidate acknowledged
+                        list_done(self.directory / "sessions", (session.id,))
                 self._publish(session.id, SessionEnded(reason=body.reason))
                 self.scheduler.sessions_changed(len(self._sessions))
 
@@ -579,10 +588,12 @@ class Agent:
         """
         if context.episodes:  # what was said is kept first: the evidence candidates point to
             await self.memory.record_episodes(context.episodes)
+        if not context.episodes or context.episodes[-1].id in self.memory.episodes:
+            self._recorded.add(context.session_id)  # closed.list may name it once closed
         if not context.candidates:
             return
         done = anyio.Event()
-        job = _Job(
+        job = Job(
             context.session_id, context.candidates, self._sessions.get(context.session_id), done
         )
         if await self._enqueue(job):
@@ -593,7 +604,7 @@ class Agent:
                 f"of session {context.session_id}: they wait in its journal"
             )
 
-    async def _enqueue(self, job: _Job) -> bool:
+    async def _enqueue(self, job: Job) -> bool:
         """Queue ``job``, waiting while the queue is full. False once the adjudicator stopped."""
         jobs = self._jobs
         if jobs is None:
@@ -606,7 +617,7 @@ class Agent:
             return False
         return True
 
-    def _offer(self, job: _Job) -> None:
+    def _offer(self, job: Job) -> None:
         """Queue ``job`` if there is room. When there is none (the adjudicator is behind),
         the candidates stay with their Session, unacknowledged and journaled, and its close
         hands them over: the event forwarder never waits (it also carries ``SessionClosed``)."""
@@ -620,94 +631,11 @@ class Agent:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             _log.warning("agent.candidates_after_stop", count=len(job.candidates))
 
-    async def _resume_sessions(self) -> None:
-        """Act on every journal found under ``sessions/`` (each read once, in a worker
-        thread): see ``xai.agent._resume``."""
-        known = self.memory.episodes.__contains__
-        found = await anyio.to_thread.run_sync(scan_sessions, self.directory / "sessions", known)
-        for item in found:
-            if isinstance(item, Reopen):
-                await self._reopen(item)
-            elif isinstance(item, LeftOver):
-                await self.memory.record_episodes(item.episodes)
-                await self._decide_left_over(item.session_id, item.candidates, item.history)
-            elif isinstance(item, Unrecorded):
-                await self.memory.record_episodes(item.episodes)
-            elif isinstance(item, Damaged):
-                await self._quarantine(item)
-            else:
-                assert_never(item)
-
-    async def _reopen(self, item: Reopen) -> None:
-        state = item.state
-        header = state.header
-        session = Session.reopen(
-            item.directory,
-            self.provider,
-            tools=self._tools,
-            config=self.config.session,
-            child_factory=self._spawn_child,
-            depth=header.depth,
-            state=state,
-            telemetry=self._session_telemetry(),
-            clock=self.clock.now,
-        )
-        await self._start(session, SessionOpened(parent_id=header.parent_id, resumed=True))
-        retire: CloseReason | None = state.closing
-        if retire is None and header.parent_id is not None:
-            retire = "cancelled"  # an orphan: its parent's delegate call was interrupted
-        if retire is not None:
-            # Closed at once: its finalising hook hands its candidates to the adjudicator.
-            assert self._group is not None
-            self._group.start_soon(session.close, retire)
-            return
-        pending = tuple(state.unacknowledged)
-        if pending:
-            await self._enqueue(_Job(session.id, pending, session, None))
-
-    async def _decide_left_over(
-        self,
-        session_id: str,
-        candidates: tuple[MemoryCandidate, ...],
-        history: Sequence[Message],
-    ) -> None:
-        """Decide candidates no live Session will deliver (those not decided already)."""
-        todo = tuple(
-            c if _grounded_in(history, c) else msgspec.structs.replace(c, evidence=())
-            for c in candidates
-            if not self.memory.decided(c.id)
-        )
-        if todo:
-            decisions = await self._decide(todo, session_id)
-            self._announce(session_id, decisions)
-
-    async def _quarantine(self, item: Damaged) -> None:
-        """Keep what the journal's readable lines say, then set the file aside for good."""
-        await self.memory.record_episodes(item.episodes)
-        await self._decide_left_over(item.session_id, item.candidates, item.history)
-        moved = await anyio.to_thread.run_sync(set_aside, item.journal)
-        _log.error(
-            "agent.journal_quarantined",
-            path=str(item.journal),
-            moved_to=str(moved),
-            error=item.error,
-            recovered_candidates=len(item.candidates),
-        )
-        self._publish(
-            item.session_id,
-            JournalQuarantined(
-                path=str(item.journal),
-                moved_to=str(moved),
-                error=item.error,
-                recovered_candidates=len(item.candidates),
-            ),
-        )
-
     # -- adjudication ----------------------------------------------------------------
 
     def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
         """Evidence must be user-origin input of that Session (when its history still has it)."""
-        return _grounded_in(session.history if session is not None else (), candidate)
+        return grounded_in(session.history if session is not None else (), candidate)
 
     async def _decide(
         self, candidates: tuple[MemoryCandidate, ...], session_id: str
@@ -722,7 +650,7 @@ class Agent:
             span.decisions(d.kind for d in decisions)
         return decisions
 
-    async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[_Job]) -> None:
+    async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[Job]) -> None:
         try:
             async for job in jobs:
                 try:
@@ -767,15 +695,3 @@ def _decided_fields(session_id: str | None, decisions: Sequence[Decision]) -> di
     fields["candidate_ids"] = [d.candidate.id for d in decisions if d.candidate is not None]
     fields["fact_ids"] = list(dict.fromkeys(f.id for d in decisions for f in d.facts))
     return fields
-
-
-def _grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:
-    """Evidence must be user-origin input (when ``history`` still has the message)."""
-    if not candidate.evidence:
-        return False
-    by_id = {m.id: m for m in history if isinstance(m, UserMessage)}
-    for evidence in candidate.evidence:
-        message = by_id.get(evidence)
-        if message is not None and message.origin != "user":
-            return False
-    return True

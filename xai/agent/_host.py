@@ -8,7 +8,9 @@ never with live objects, so the same calls can later cross a process boundary
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,16 @@ import anyio.abc
 import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
-from xai.exceptions import ConfigurationError, SessionClosedError
+from xai.agent._clock import Clock, SystemClock
+from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
+from xai.logs import get_logger
 from xai.memory import Embedder, Fact, ScoredFact, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
 
 __all__ = ["AgentHost", "OpenSession", "SessionInfo"]
+
+_log = get_logger(__name__)
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -53,6 +59,16 @@ class AgentHost:
     provider is fine). Every Agent gets the one ``embedder``: the caller's if
     given (the caller closes it), else one the host makes when it starts and
     closes when it stops. Use as ``async with AgentHost(...) as host``.
+
+    ``max_agents`` caps the Agents running at once: past it, the least recently
+    used Agent that is idle (no host call for it in progress, no turn running in
+    any of its Sessions) is suspended (``Agent.suspend``: its Sessions are not
+    closed). ``idle_seconds`` suspends an Agent no call has used for that long
+    (by ``clock``). Either way the next call for it starts it again from its
+    directory, its open Sessions reopened with their ids, so callers never see
+    an eviction. Every call touches the Agent it names. When every running Agent
+    is busy the cap is exceeded until one is idle again (a turn is never
+    interrupted or waited for).
     """
 
     def __init__(
@@ -62,13 +78,28 @@ class AgentHost:
         *,
         embedder: Embedder | None = None,
         config: AgentConfig | None = None,
+        max_agents: int | None = None,
+        idle_seconds: float | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        if max_agents is not None and max_agents < 1:
+            raise ConfigurationError("max_agents: at least 1 (or None: no cap)")
+        if idle_seconds is not None and idle_seconds <= 0:
+            raise ConfigurationError("idle_seconds: more than 0 (or None: never)")
         self.root = Path(root)
+        self.max_agents = max_agents
+        self.idle_seconds = idle_seconds
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self._provider_for = provider_for
         self._embedder = embedder
         self._made_embedder: Embedder | None = None
         self._config = config
-        self._agents: dict[str, Agent] = {}
+        self._agents: OrderedDict[str, Agent] = OrderedDict()  # least recently used first
+        self._used: dict[str, float] = {}  # when each was last used (by the clock)
+        self._calls: Counter[str] = Counter()  # host calls in progress, per Agent
+        self._touched: anyio.Event | None = None
+        self.evictions = 0
+        """Agents suspended by the cap or the idle timeout since the host started."""
         self._group: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None
 
@@ -78,12 +109,15 @@ class AgentHost:
             self._made_embedder = default_embedder()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
+        if self.idle_seconds is not None:
+            self._group.start_soon(self._suspend_idle_forever)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         assert self._group is not None
         with anyio.CancelScope(shield=True):
             await self.close()
+        self._group.cancel_scope.cancel()  # the idle timer
         group, self._group = self._group, None
         try:
             return await group.__aexit__(*exc_info)
@@ -95,7 +129,11 @@ class AgentHost:
                     await aclose()
 
     async def agent(self, agent_id: str) -> Agent:
-        """The running Agent ``agent_id``, started (from its directory) if needed."""
+        """The running Agent ``agent_id``, started (from its directory) if needed.
+
+        The host may suspend it once this returns (the cap, the idle timeout): hold on to
+        it only while you use it, or go through the host's calls, which keep it running
+        while they run."""
         if not _AGENT_ID.match(agent_id):
             raise ConfigurationError(f"agent id {agent_id!r}: use 1-64 of letters, digits, _ . -")
         if self._group is None or self._lock is None:
@@ -112,10 +150,78 @@ class AgentHost:
                 )
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
+            self._touch(agent_id)
+            if self.max_agents is not None and len(self._agents) > self.max_agents:
+                await self._evict(self.max_agents, keep=agent_id)
             return agent
+
+    @asynccontextmanager
+    async def _use(self, agent_id: str) -> AsyncIterator[Agent]:
+        """The Agent, kept running (never evicted) until the block ends."""
+        self._calls[agent_id] += 1
+        try:
+            yield await self.agent(agent_id)
+        finally:
+            self._calls[agent_id] -= 1
+            if not self._calls[agent_id]:
+                del self._calls[agent_id]
+            if agent_id in self._agents:
+                self._touch(agent_id)
+
+    def _touch(self, agent_id: str) -> None:
+        self._agents.move_to_end(agent_id)
+        self._used[agent_id] = self.clock.now()
+        touched, self._touched = self._touched, None
+        if touched is not None:
+            touched.set()
+
+    def _idle(self, agent_id: str, agent: Agent) -> bool:
+        return not self._calls[agent_id] and all(s.idle for s in agent.sessions.values())
+
+    async def _evict(self, cap: int, *, keep: str | None = None) -> None:
+        """Under the lock: suspend least recently used idle Agents until ``cap`` run."""
+        for agent_id, agent in list(self._agents.items()):
+            if len(self._agents) <= cap:
+                return
+            if agent_id != keep and self._idle(agent_id, agent):
+                await self._suspend(agent_id, agent, "cap")
+
+    async def _suspend(self, agent_id: str, agent: Agent, why: str) -> bool:
+        del self._agents[agent_id]  # (not running from now on, for ``agent_ids`` too)
+        used = self._used.pop(agent_id, None)
+        try:
+            await agent.suspend()
+        except AgentBusyError:  # a turn began (a wake-up): it stays, as if just used
+            self._agents[agent_id] = agent
+            if used is not None:
+                self._used[agent_id] = used
+            self._touch(agent_id)
+            return False
+        self.evictions += 1
+        _log.info("host.agent_suspended", agent_id=agent_id, why=why, running=len(self._agents))
+        return True
+
+    async def _suspend_idle_forever(self) -> None:
+        assert self.idle_seconds is not None and self._lock is not None
+        while True:
+            if not self._used:
+                self._touched = anyio.Event()
+                await self._touched.wait()
+                continue
+            await self.clock.sleep_until(min(self._used.values()) + self.idle_seconds)
+            async with self._lock:
+                cutoff = self.clock.now() - self.idle_seconds
+                for agent_id, agent in list(self._agents.items()):
+                    if self._used.get(agent_id, cutoff) > cutoff:
+                        continue
+                    if self._idle(agent_id, agent):
+                        await self._suspend(agent_id, agent, "idle")
+                    else:
+                        self._touch(agent_id)  # busy now: idle from when it is done
 
     @property
     def agent_ids(self) -> list[str]:
+        """The Agents running now (suspended ones are not: a call starts them again)."""
         return sorted(self._agents)
 
     def _info(self, agent: Agent, session_id: str) -> SessionInfo:
@@ -131,34 +237,36 @@ class AgentHost:
         )
 
     async def open_session(self, agent_id: str, request: OpenSession) -> SessionInfo:
-        agent = await self.agent(agent_id)
         options: dict[str, Any] = {"prefix_tokens": request.prefix_tokens, "origin": request.origin}
         if request.instructions is not None:
             options["instructions"] = request.instructions
-        session = await agent.open_session(request.purpose, **options)
-        return self._info(agent, session.id)
+        async with self._use(agent_id) as agent:
+            session = await agent.open_session(request.purpose, **options)
+            return self._info(agent, session.id)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
     ) -> TurnOutcome:
-        agent = await self.agent(agent_id)
-        return await agent.session(session_id).send(text, origin=origin).result()
+        async with self._use(agent_id) as agent:
+            return await agent.session(session_id).send(text, origin=origin).result()
 
     async def session_info(self, agent_id: str, session_id: str) -> SessionInfo:
-        return self._info(await self.agent(agent_id), session_id)
+        async with self._use(agent_id) as agent:
+            return self._info(agent, session_id)
 
     async def close_session(
         self, agent_id: str, session_id: str, reason: CloseReason = "closed"
     ) -> None:
-        agent = await self.agent(agent_id)
-        await agent.session(session_id).close(reason)
+        async with self._use(agent_id) as agent:
+            await agent.session(session_id).close(reason)
 
     async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[ScoredFact]:
-        agent = await self.agent(agent_id)
-        return await agent.memory.search(query, k)
+        async with self._use(agent_id) as agent:
+            return await agent.memory.search(query, k)
 
     async def facts(self, agent_id: str) -> list[Fact]:
-        return (await self.agent(agent_id)).memory.facts()
+        async with self._use(agent_id) as agent:
+            return agent.memory.facts()
 
     async def close_agent(self, agent_id: str) -> None:
         """Stop one Agent (its Sessions close first); the next call for it starts it again."""
@@ -166,12 +274,15 @@ class AgentHost:
             return
         async with self._lock:
             agent = self._agents.pop(agent_id, None)
+            self._used.pop(agent_id, None)
         if agent is not None:
             await agent.close()
 
     async def close(self) -> None:
         """Close every Agent (each closes its Sessions first)."""
-        agents, self._agents = list(self._agents.values()), {}
+        agents = list(self._agents.values())
+        self._agents.clear()
+        self._used.clear()
         async with anyio.create_task_group() as group:
             for agent in agents:
                 group.start_soon(agent.close)

@@ -13,15 +13,23 @@ worker thread, sorted into what the Agent must do with it.
 - ``Unrecorded``: a closed journal whose episodes the memory does not have (the
   Agent stopped before it recorded them, or the directory predates episodes):
   the Agent records them. Every journal is the truth of what was said in it.
+- ``Done``: a closed journal that needs nothing (its candidates acknowledged, its
+  episodes recorded): the Agent lists it in ``closed.list``.
 - ``Damaged``: a journal that cannot be read. Its readable lines are salvaged
   (candidates, and the user inputs that ground them) and the file is set aside
   as ``journal.jsonl.quarantined`` once they are decided.
+
+``closed.list`` (under ``sessions/``, one id a line, append-only) names the Sessions that are
+completely done: closed record written, every candidate acknowledged, episodes recorded.
+Their journals are not read again, so a start costs what the open Sessions cost, not the
+whole history. A line is appended only after all of that is on disk; a line lost (a kill
+right after the close) only means that journal is read, found done and listed again.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
@@ -43,16 +51,20 @@ from xai.session import (
 )
 
 __all__ = [
+    "CLOSED_LIST",
     "Damaged",
+    "Done",
     "Found",
     "LeftOver",
     "Reopen",
     "Unrecorded",
+    "list_done",
     "scan_sessions",
     "set_aside",
 ]
 
 QUARANTINE_SUFFIX = ".quarantined"
+CLOSED_LIST = "closed.list"
 
 
 class Reopen(NamedTuple):
@@ -83,18 +95,26 @@ class Damaged(NamedTuple):
     episodes: tuple[Episode, ...]
 
 
-Found: TypeAlias = Reopen | LeftOver | Unrecorded | Damaged
+class Done(NamedTuple):
+    session_id: str
+
+
+Found: TypeAlias = Reopen | LeftOver | Unrecorded | Damaged | Done
 
 
 def scan_sessions(root: Path, known: Callable[[str], bool] = lambda _: False) -> list[Found]:
-    """Every journal under ``root`` that needs the Agent's attention. Blocking.
+    """Every journal under ``root`` not listed in ``closed.list``, sorted by what the Agent
+    must do with it. Blocking.
 
     ``known`` says whether the memory has an episode (by id): a closed journal whose
     last episode it has needs nothing (a Session's episodes are recorded together)."""
     if not root.is_dir():
         return []
+    done = read_done(root)
     found: list[Found] = []
     for directory in sorted(root.iterdir()):
+        if directory.name in done:
+            continue
         journal = directory / JOURNAL_FILE
         if not journal.is_file():
             continue
@@ -113,7 +133,32 @@ def scan_sessions(root: Path, known: Callable[[str], bool] = lambda _: False) ->
             )
         elif state.episodes and not known(state.episodes[-1].id):
             found.append(Unrecorded(state.header.session_id, tuple(state.episodes)))
+        else:
+            found.append(Done(directory.name))
     return found
+
+
+def read_done(root: Path) -> set[str]:
+    """The ids ``closed.list`` names (a torn last line names nothing). Blocking."""
+    try:
+        text = (root / CLOSED_LIST).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return set()
+    return {line for line in text.split("\n") if line}
+
+
+def list_done(root: Path, session_ids: Sequence[str]) -> None:
+    """Append ``session_ids`` to ``closed.list``: one ``O_APPEND`` write, no fsync (a line
+    lost only costs a read of that journal next start). Blocking, but one small write."""
+    if not session_ids:
+        return
+    # A line torn by a crash is ended by the newline written first.
+    data = ("\n" + "\n".join(session_ids) + "\n").encode()
+    fd = os.open(root / CLOSED_LIST, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 _decode = msgspec.json.Decoder(Record).decode

@@ -53,7 +53,7 @@ class Scheduler:
     def __init__(self, agent: Agent, clock: Clock, *, rng: random.Random | None = None) -> None:
         self._agent = agent
         self.clock = clock
-        self._rng = rng or random.Random()
+        self._rng = rng  # made on first use: its state is 2.5 KiB an idle Agent need not hold
         self._path = agent.directory / "schedules.json"
         self._states: dict[str, WakeupState] = {}
         self._builders: dict[str, Builder] = {}
@@ -163,6 +163,8 @@ class Scheduler:
     def _arm(self, wakeup: Wakeup, after: float) -> float | None:
         at = next_time(wakeup.trigger, after)
         if at is not None and wakeup.jitter:
+            if self._rng is None:
+                self._rng = random.Random()
             at += self._rng.uniform(0, wakeup.jitter)
         return at
 
@@ -216,6 +218,10 @@ class Scheduler:
                     self._changed = anyio.Event()
                     self._fire_due()
                     deadline = self._next_deadline()
+                    if deadline is None or not math.isfinite(deadline):
+                        # Nothing due ever: wait for a change alone (no timer task to hold).
+                        await self._changed.wait()
+                        continue
                     async with anyio.create_task_group() as waiters:
 
                         async def wake_on_change(
@@ -226,9 +232,8 @@ class Scheduler:
                             scope.cancel()
 
                         waiters.start_soon(wake_on_change)
-                        if deadline is not None and math.isfinite(deadline):
-                            await self.clock.sleep_until(deadline)
-                            waiters.cancel_scope.cancel()
+                        await self.clock.sleep_until(deadline)
+                        waiters.cancel_scope.cancel()
             finally:
                 self._group = None
                 self._want_write = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from xai.messages import TurnOutcome, TurnStatus, UserMessage
+from xai.messages import ErrorInfo, TurnOutcome, TurnStatus, UserMessage
 from xai.session._journal import AcceptedRecord, DroppedRecord, Journal
 from xai.session._types import TurnHandle
 
@@ -66,3 +66,23 @@ class Inbox:
                     turn=turn, status=TurnStatus.CANCELLED, input_id=message.id if message else None
                 )
             )
+
+    def release(self, turn: int) -> int:
+        """The Session is suspended: what waits stays accepted in the journal (a reopen runs
+        it); the handles here resolve ``interrupted``. Returns how many waited."""
+        count = len(self._items)
+        error = ErrorInfo(
+            type="SessionSuspended",
+            message="the Session was suspended: this input runs when it is reopened",
+        )
+        while self._items:
+            handle, message = self._items.popleft()
+            handle._resolve(
+                TurnOutcome(
+                    turn=turn,
+                    status=TurnStatus.INTERRUPTED,
+                    error=error,
+                    input_id=message.id if message else None,
+                )
+            )
+        return count

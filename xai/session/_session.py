@@ -20,10 +20,8 @@ import msgspec
 from xai import _actor
 from xai.events import (
     CompactionReason,
-    SessionClosed,
     SessionEvent,
     SessionFailed,
-    SessionFinalizing,
     TurnDone,
     TurnStarted,
 )
@@ -49,6 +47,7 @@ from xai.providers import Provider
 from xai.query import CancelToken, Query
 from xai.session import _oplog
 from xai.session._between import compact, extract
+from xai.session._closing import end_suspended, finalise
 from xai.session._compaction import Calibration, message_chars
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext, delegate_tool
 from xai.session._history import interrupted_by_crash, place, unanswered_calls
@@ -84,7 +83,6 @@ from xai.session._types import (
     InputPolicy,
     SessionConfig,
     TurnHandle,
-    run_hooks,
 )
 from xai.tools import Tool, ToolSet
 
@@ -186,10 +184,11 @@ class Session:
         self._turn_messages: list[Message] = []
         self._current: TurnHandle | None = None
         self._closing = False
+        self._suspending = False
         self._close_reason: CloseReason = "closed"
         self._closed: anyio.Event | None = None  # made in run(): needs the event loop
         self._finished: anyio.Event | None = None
-        self._state: Literal["new", "running", "closing", "closed"] = "new"
+        self._state: Literal["new", "running", "closing", "closed", "suspended"] = "new"
         self._restored = _state
         self._requeued: tuple[TurnHandle, ...] = ()
         if _state is not None and _state.closing is None:
@@ -295,6 +294,11 @@ class Session:
         return self._cancel is not None
 
     @property
+    def idle(self) -> bool:
+        """True when no turn runs (nor the memory extraction after one)."""
+        return self._current is None
+
+    @property
     def pending_inputs(self) -> int:
         return len(self._inbox)
 
@@ -344,7 +348,7 @@ class Session:
         """A new subscription (async iterator of ``SessionEvent``) with its own buffer."""
         capacity = self.config.event_buffer if buffer is None else buffer
         subscription = self._hub.subscribe(capacity, overflow)
-        if self._state == "closed":
+        if self._state in ("closed", "suspended"):
             subscription.end()
         return subscription
 
@@ -366,7 +370,7 @@ class Session:
         A slow callback falls behind and loses events by ``overflow``; it never
         slows the Session. Close the returned subscription to stop.
         """
-        if self._task_group is None or self._state == "closed":
+        if self._task_group is None or self._state in ("closed", "suspended"):
             raise SessionClosedError(
                 f"session {self.id} is not running: callbacks need a running Session"
             )
@@ -430,6 +434,10 @@ class Session:
     def _check_accepting(self) -> None:
         if self._closing or self._state == "closed":
             raise SessionClosedError(f"session {self.id} is closing or closed")
+        if self._suspending:
+            raise SessionClosedError(
+                f"session {self.id} is suspended: reopen it (its journal) to send to it"
+            )
         if self._recorder.unclosed is not None:
             raise SessionClosedError(
                 f"session {self.id} was closing when it stopped: close() it to hand its "
@@ -487,10 +495,12 @@ class Session:
                 self._state = "running"
                 task_status.started()
                 _oplog.opened(self, resumed=self._restored is not None)
+                suspended = False
                 try:
                     if self._restored is not None:
                         await self._repair(self._restored)
                     await self._mailbox()
+                    suspended = self._suspending and not self._closing
                 except anyio.get_cancelled_exc_class():
                     self._close_reason = "cancelled"
                     raise
@@ -503,8 +513,11 @@ class Session:
                         )
                     )
                 finally:
-                    with anyio.CancelScope(shield=True):
-                        await self._finalise()
+                    if suspended:
+                        end_suspended(self)
+                    else:
+                        with anyio.CancelScope(shield=True):
+                            await finalise(self)
                     # Callback pumps drain what is buffered, then end; a stuck one is
                     # cancelled after a grace period.
                     group.cancel_scope.deadline = anyio.current_time() + _PUMP_GRACE
@@ -512,7 +525,11 @@ class Session:
     async def close(self, reason: CloseReason = "closed", *, cancel_running: bool = True) -> None:
         """Close: drop queued inputs, cancel the running turn (unless told not to), run the
         ``on_session_finalizing`` hooks, write the journal's last record, end every
-        subscription. Waits until all of that is done. Idempotent."""
+        subscription. Waits until all of that is done. Idempotent.
+
+        A suspended Session is not closed here: reopen its journal, then close it."""
+        if self._state == "suspended" or (self._suspending and not self._closing):
+            raise SessionClosedError(f"session {self.id} is suspended: reopen it to close it")
         if self._state == "new":
             self._state = "closed"
             recorder = self._recorder
@@ -534,6 +551,32 @@ class Session:
             self._wake_up()
         await self.wait_closed()
 
+    def begin_suspend(self) -> None:
+        """The synchronous half of ``suspend``: from now on no turn starts and no input is
+        accepted; the running turn (if any) finishes, then the task ends."""
+        if self._state in ("closing", "closed") or self._closing:
+            raise SessionClosedError(f"session {self.id} is closing or closed")
+        if self._state == "new":
+            raise SessionClosedError(f"session {self.id} is not running: nothing to suspend")
+        if not self._suspending:
+            self._suspending = True
+            self._wake_up()
+
+    async def suspend(self) -> None:
+        """Stop the Session's task WITHOUT closing it: no finalising hooks, no ``closed``
+        record, its journal left open-ended, so ``Session.reopen`` (an Agent's next start)
+        brings it back exactly as it was, with the same id.
+
+        Waits for the running turn (and the memory extraction after it), if any, to end;
+        no turn starts after the call. Inputs accepted and not started stay accepted in
+        the journal and run after the reopen (their handles here resolve ``interrupted``,
+        with the error ``SessionSuspended``). Unacknowledged memory candidates stay in the
+        journal; an acknowledgement that comes later is appended to it. Idempotent."""
+        if self._state == "suspended":
+            return
+        self.begin_suspend()
+        await self.wait_closed()
+
     async def wait_closed(self) -> None:
         """Wait until the Session is finalised and its callbacks have seen every event."""
         if pumping() is self:
@@ -548,8 +591,8 @@ class Session:
 
     async def _mailbox(self) -> None:
         while True:
-            while not self._inbox or self._closing:
-                if self._closing:
+            while not self._inbox or self._closing or self._suspending:
+                if self._closing or self._suspending:
                     return
                 self._wake = anyio.Event()
                 await self._wake.wait()
@@ -570,10 +613,10 @@ class Session:
                 ) as span:
                     turn = await self._turn(handle, message)
                     span.outcome(handle.outcome)
-            self._current = None
             if turn is not None and self.config.extract_memory and not self._closing:
                 # What this turn added (compaction may have shortened the history meanwhile).
                 await extract(self, turn, self._turn_messages, handle._trace)
+            self._current = None  # idle only now: the extraction belongs to the turn
 
     def _header(self) -> HeaderRecord:
         return HeaderRecord(
@@ -735,66 +778,6 @@ class Session:
         return child, True
 
     # -- the end -------------------------------------------------------------------------------
-
-    async def _finalise(self) -> None:
-        self._closing = True
-        self._state = "closing"
-        reason = self._close_reason
-        try:
-            current = self._current
-            if current is not None and not current.done:
-                # The turn was torn down from outside (or by a failure) before it finished.
-                outcome = TurnOutcome(
-                    turn=self._turns,
-                    status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
-                    input_id=current.input.id if current.input else None,
-                )
-                self._recorder.write(TurnEndRecord(outcome=outcome))
-                self._hub.publish(TurnDone(outcome=outcome))
-                current._resolve(outcome)
-            self._inbox.drop(self._turns, self._recorder.journal)
-            self._hub.publish(SessionFinalizing(reason=reason))
-            took_all = await self._run_finalizing_hooks(reason)
-            if self._recorder.journal is not None:
-                try:
-                    waiting = len(self._unacknowledged())
-                    self._recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
-                    await self._recorder.sync()
-                except OSError as exc:
-                    _log.exception("session.journal_failed", stage="close")
-                    self._hub.publish(
-                        SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal")
-                    )
-        finally:
-            self._recorder.close()
-            self._state = "closed"
-            try:
-                self._hub.publish(SessionClosed(reason=reason))
-                self._hub.end()
-                _oplog.closed(self, reason, pending=len(self._unacknowledged()))
-            finally:  # whatever happened, nobody waits for this Session forever
-                if self._closed is not None:
-                    self._closed.set()
-
-    async def _run_finalizing_hooks(self, reason: CloseReason) -> bool:
-        """Run every hook; True if each returned normally (so the owner took the candidates)."""
-        context = FinalizingContext(
-            session_id=self.id,
-            reason=reason,
-            candidates=self._unacknowledged(),
-            episodes=tuple(self._transcript.episodes),
-            usage=self._usage,
-            turns=self._turns,
-            parent_id=self.parent_id,
-        )
-
-        def failed(exc: Exception) -> None:
-            error = ErrorInfo.from_exception(exc)
-            self._hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
-
-        return await run_hooks(
-            self.on_session_finalizing, context, self.config.hook_timeout, failed
-        )
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self._state!r}, turns={self._turns})"

@@ -1,0 +1,132 @@
+"""AgentHost keeps at most ``max_agents`` Agents running: the least recently used idle one is
+suspended (its Sessions stay open), and the next call for it reopens it transparently."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.session_helpers import extraction_responder, is_side_request, last_content
+from tests.test_agent import echo, judge_adds
+from xai.agent import AgentHost, FakeClock, OpenSession
+from xai.exceptions import ConfigurationError
+from xai.messages import TurnStatus, UserMessage
+from xai.providers import OpenAIProvider
+from xai.session import read_journal
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+from xai.tools import ToolSet
+
+pytestmark = pytest.mark.anyio
+
+
+def waits(body: Mapping[str, Any]) -> Reply | None:
+    if not is_side_request(body) and last_content(body) == "wait for it":
+        return Reply(tool_calls=(ScriptedCall(name="gate"),))
+    return None
+
+
+@pytest.fixture
+def scripted(openai_server: OpenAIWireServer) -> OpenAIWireServer:
+    for responder in (waits, extraction_responder, judge_adds, echo):
+        openai_server.script.add_responder(responder)
+    return openai_server
+
+
+NAMES = ("ada", "bob", "cy", "dee")
+
+
+async def test_a_capped_host_suspends_the_least_recently_used_and_reopens_it(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with AgentHost(tmp_path, lambda _: provider, max_agents=2) as host:
+        sessions = {}
+        for name in NAMES:
+            info = await host.open_session(name, OpenSession())
+            sessions[name] = info.session_id
+            outcome = await host.send(name, info.session_id, f"I am {name}")
+            assert outcome.text == f"echo: I am {name}"
+            assert len(host.agent_ids) <= 2
+        assert host.agent_ids == ["cy", "dee"] and host.evictions == 2
+        for round_ in range(2):
+            for name in NAMES:  # each call reopens an evicted Agent, its Session too
+                outcome = await host.send(name, sessions[name], f"round {round_}")
+                assert outcome.status is TurnStatus.COMPLETED
+                assert len(host.agent_ids) <= 2
+                info = await host.session_info(name, sessions[name])
+                assert info.turns == round_ + 2
+        assert host.agent_ids == ["cy", "dee"]
+        for name in ("ada", "bob"):  # suspended, not closed
+            journal = tmp_path / name / "sessions" / sessions[name] / "journal.jsonl"
+            assert read_journal(journal).closed is None
+        agent = await host.agent("ada")
+        history = agent.session(sessions["ada"]).history
+        assert [m.content for m in history if isinstance(m, UserMessage)] == [
+            "I am ada",
+            "round 0",
+            "round 1",
+        ]
+
+
+async def test_eviction_never_interrupts_a_running_turn(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    entered, release = anyio.Event(), anyio.Event()
+
+    async def gate() -> str:
+        """Wait until released."""
+        entered.set()
+        await release.wait()
+        return "released"
+
+    host = AgentHost(tmp_path, lambda _: provider, max_agents=1)
+    async with host, anyio.create_task_group() as group:
+        agent = await host.agent("ada")
+        agent._tools = ToolSet([*agent._tools, gate])  # a tool for this test's Sessions
+        info = await host.open_session("ada", OpenSession())
+        outcomes: list[Any] = []
+        finished = anyio.Event()
+
+        async def busy() -> None:
+            outcomes.append(await host.send("ada", info.session_id, "wait for it"))
+            finished.set()
+
+        group.start_soon(busy)
+        await entered.wait()
+        await host.open_session("bob", OpenSession())  # over the cap: ada is busy, so it stays
+        assert host.agent_ids == ["ada", "bob"] and host.evictions == 0
+        release.set()
+        await finished.wait()
+        await host.open_session("cy", OpenSession())  # both idle now: back to the cap
+        assert host.agent_ids == ["cy"] and host.evictions == 2
+    (outcome,) = outcomes
+    assert outcome.status is TurnStatus.COMPLETED and outcome.text == "echo: released"
+
+
+async def test_an_agent_idle_for_idle_seconds_is_suspended(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    clock = FakeClock()
+    async with AgentHost(tmp_path, lambda _: provider, idle_seconds=60, clock=clock) as host:
+        info = await host.open_session("ada", OpenSession())
+        stopped = (await host.agent("ada")).events()  # ends when ada stops
+        await clock.advance(30)
+        await host.send("bob", (await host.open_session("bob", OpenSession())).session_id, "hi")
+        await clock.advance(31)  # ada: 61 s idle; bob: 31 s
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
+            async for _ in stopped:
+                pass
+        assert host.agent_ids == ["bob"]
+        outcome = await host.send("ada", info.session_id, "still here?")  # reopened
+        assert outcome.text == "echo: still here?"
+        assert sorted(host.agent_ids) == ["ada", "bob"]
+
+
+async def test_the_options_are_checked(tmp_path: Path, provider: OpenAIProvider) -> None:
+    with pytest.raises(ConfigurationError):
+        AgentHost(tmp_path, lambda _: provider, max_agents=0)
+    with pytest.raises(ConfigurationError):
+        AgentHost(tmp_path, lambda _: provider, idle_seconds=0)
