@@ -46,9 +46,10 @@ def add_eval_parser(
     )
     parser.add_argument(
         "--retrieval",
-        default="fusion_cues",
+        default="recall",
         choices=CONFIGS,
-        help="the hybrid backend's configuration (default: fusion_cues)",
+        help="the hybrid backend's configuration: the library's retrieval (recall, the "
+        "default) or a plain baseline",
     )
     parser.add_argument("--k", default="5,10,25", help="recall@k cut-offs (default: 5,10,25)")
     parser.add_argument("--context-k", type=int, default=10, help="turns or facts given as context")

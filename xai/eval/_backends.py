@@ -8,8 +8,9 @@ context (``retrieve``), and forgets everything between samples (``reset``):
 - ``full``: the whole conversation as context, no retrieval (the ceiling on
   evidence, the most tokens).
 - ``rag``: plain turn-level vector retrieval on chromadb (the usual RAG baseline).
-- ``hybrid``: xai's retrieval configurations over the turns (``fusion_cues`` by
-  default; see ``_retrieval``).
+- ``hybrid``: the library's retrieval (``xai.memory``, the one ``LongTermMemory.search``
+  uses) over the turns treated as episodes; ``--retrieval`` picks a plain baseline
+  instead (see ``_retrieval``).
 - ``xai``: xai's own Agent memory, as an application gets it. Each dataset session
   becomes an Agent Session fed the turns as user input; when it closes, its L1
   candidates are adjudicated into long-term memory (chromadb plus the ledger), and
@@ -157,7 +158,8 @@ class FullContext:
 
 
 class HybridRetrieval:
-    """xai's turn retrieval (lexical + dense + conversation cues) over the sample's turns."""
+    """The library's retrieval (lexical + dense + conversation cues) over the sample's turns
+    as episodes, or one of the plain baseline configurations."""
 
     def __init__(
         self, embedder: Embedder, *, config: Config = BEST, depth: int = 50, context_k: int = 10
@@ -177,7 +179,7 @@ class HybridRetrieval:
     async def flush(self) -> None:
         if self._index is None:
             self._index = await ConversationIndex.build(
-                self._turns.sample(), self.embedder, windows=self.config == "fusion_cues"
+                self._turns.sample(), self.embedder, baselines=self.config != "recall"
             )
 
     async def retrieve(self, question: str) -> Retrieved:

@@ -1,5 +1,7 @@
 """Long-term memory: facts on chromadb with offline embeddings, an audit ledger, adjudication."""
 
+from xai.memory._corpus import EpisodeCorpus
+from xai.memory._dates import DateWindow, question_windows, session_date, session_time
 from xai.memory._embeddings import (
     Embedder,
     LocalMiniLM,
@@ -11,6 +13,7 @@ from xai.memory._embeddings import (
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
+from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, fuse, rank
 from xai.memory._types import (
     Decision,
     DecisionKind,
@@ -23,9 +26,12 @@ from xai.memory._types import (
 
 __all__ = [
     "JUDGE_MARKER",
+    "DateWindow",
     "Decision",
     "DecisionKind",
     "Embedder",
+    "EpisodeCorpus",
+    "EpisodeLike",
     "Fact",
     "FactStatus",
     "LexicalIndex",
@@ -33,10 +39,17 @@ __all__ = [
     "LongTermMemory",
     "MemoryConfig",
     "OpenAIEmbedder",
+    "PoolItem",
+    "RecallWeights",
     "ScoredFact",
     "Tier",
     "default_embedder",
+    "fuse",
     "lexical_tokens",
     "local_minilm",
+    "question_windows",
+    "rank",
+    "session_date",
+    "session_time",
     "token_counter",
 ]
