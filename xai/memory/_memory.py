@@ -25,6 +25,13 @@ from xai.memory._index import VectorIndex, open_index
 from xai.memory._judge import Verdict, ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
+from xai.memory._prefix import (
+    STABLE_TITLE,
+    TENTATIVE_TITLE,
+    PrefixOrder,
+    compose_prefix,
+    relevant_first,
+)
 from xai.memory._types import (
     Decision,
     DecisionKind,
@@ -126,6 +133,7 @@ class LongTermMemory:
         self._lock: anyio.Lock | None = None
         self._pending: _Pending | None = None
         self._lexical: LexicalIndex | None = None
+        self._order: PrefixOrder | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -135,6 +143,7 @@ class LongTermMemory:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
+        self._order = None
         self._index, indexed = await anyio.to_thread.run_sync(
             open_index, self.directory / "index", self.embedder
         )
@@ -269,15 +278,16 @@ class LongTermMemory:
         return float(fact.confidence * 0.5 ** (age / (self.config.l1_half_life_days * _DAY)))
 
     async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
-        """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), in budget.
-
-        Each tier is ordered by relevance (cosine similarity to the purpose),
-        then recurrence, then strength; without a purpose, by recurrence then
-        strength. Superseded facts never appear.
-        """
+        """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), dated,
+        grouped by topic, in budget (``_prefix`` says the order). Superseded facts never
+        appear; with a purpose, L1 facts less relevant than ``prefix_min_relevance`` neither."""
         budget = budget_tokens if budget_tokens is not None else self.config.prefix_tokens
-        active = [f for f in self._state.facts.values() if f.status == "active"]
-        if not active or budget <= 0:
+        if budget <= 0:
+            return ""
+        if self._order is None:
+            self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
+        order = self._order.tiers
+        if not order["L1"] and not order["L2"]:
             return ""
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
@@ -285,40 +295,25 @@ class LongTermMemory:
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
         now = self.clock()
+        facts = self._state.facts
+        scored = [f for i in relevance if (f := facts.get(i)) is not None and f.status == "active"]
 
         def rank(f: Fact) -> tuple[float, float, float]:
             return (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now))
 
-        stable = sorted((f for f in active if f.tier == "L2"), key=rank, reverse=True)
-        tentative = sorted(
-            (
-                f
-                for f in active
-                if f.tier == "L1"
-                and (not relevance or relevance.get(f.id, -1.0) >= self.config.prefix_min_relevance)
-            ),
-            key=rank,
-            reverse=True,
+        floor = self.config.prefix_min_relevance
+        stable = relevant_first(order["L2"], (f for f in scored if f.tier == "L2"), rank)
+        tentative = relevant_first(
+            order["L1"],
+            (f for f in scored if f.tier == "L1" and relevance[f.id] >= floor),
+            rank,
+            rest=not relevance,
         )
-        lines: list[str] = []
-        used = 0
-        for title, group in (
-            ("Stable facts:", stable),
-            ("Tentative (may be outdated):", tentative),
-        ):
-            chosen: list[str] = []
-            for fact in group:
-                line = f"- {fact.text}"
-                cost = len(line) // 4 + 1 + (len(title) // 4 + 1 if not chosen else 0)
-                if used + cost > budget:
-                    break
-                chosen.append(line)
-                used += cost
-            if chosen:
-                lines.append(title)
-                lines.extend(chosen)
-        _log.debug("memory.prefix", facts=sum(line[:2] == "- " for line in lines), tokens=used)
-        return "\n".join(lines)
+        text, used, shown = compose_prefix(
+            ((STABLE_TITLE, stable), (TENTATIVE_TITLE, tentative)), budget
+        )
+        _log.debug("memory.prefix", facts=shown, tokens=used)
+        return text
 
     # -- writing -------------------------------------------------------------------
 
@@ -359,6 +354,7 @@ class LongTermMemory:
             )
         if candidate is not None:
             self._state.decided.add(candidate.id)
+        self._order = None  # the prefix's order is rebuilt on its next use
         for fact in facts:
             self._state.facts[fact.id] = fact
             if self._lexical is not None:
