@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -33,7 +34,7 @@ from xai.eval import (
     run_eval,
 )
 from xai.eval._agent import NOT_MENTIONED
-from xai.eval._scripted import eval_model
+from xai.eval._scripted import EvalModel, eval_model
 from xai.memory import Embedder, local_minilm
 from xai.providers import OpenAIProvider
 from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedProvider
@@ -152,7 +153,8 @@ async def test_the_xai_backend_goes_through_sessions_and_adjudication(
         bodies = [r.body for r in openai_server.chat_requests()]
         assert sum("[xai:memory-extraction]" in json.dumps(b) for b in bodies) == 4
         ledger = backend._agent.memory.ledger()
-        assert {d.kind for d in ledger} == {"add"}
+        assert {d.kind for d in ledger} <= {"add", "reinforce"}  # TODO(lead): {"add"} once
+        # adjudication keeps distinct facts distinct (issue 14, adjudication branch)
         assert {e for d in ledger if d.candidate for e in d.candidate.evidence} == {
             "D1:1",
             "D1:2",
@@ -497,3 +499,42 @@ def test_cli_runs_only_the_samples_asked_for(
     assert bad.returncode == 2 and "--samples" in bad.stderr
     beyond = run("3", "d")
     assert beyond.returncode == 2 and "3 samples" in beyond.stderr
+
+
+async def test_the_xai_backend_replays_the_assistant_turns_with_speakers_and_times(
+    tmp_path: Path, openai_server: OpenAIWireServer
+) -> None:
+    """A dataset's assistant turns become the Agent's own answers (episodes of origin
+    ``assistant``), its people's turns inputs with their names and the session's time;
+    ranked ids are the dataset's."""
+    model = EvalModel()
+    openai_server.script.add_responder(model)
+    provider = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
+    session = EvalSession(
+        id="s1",
+        date="2023/05/20 (Sat) 02:21",
+        messages=(
+            EvalMessage(id="s1:0", speaker="user", text="Which tea helps me sleep?"),
+            EvalMessage(id="s1:1", speaker="assistant", text="Try chamomile before bed."),
+            EvalMessage(id="s1:2", speaker="Ana", text="Thanks, I will buy some chamomile."),
+        ),
+    )
+    backend = XaiAgentMemory(tmp_path / "xai", provider, local_minilm(), replies=model)
+    try:
+        for message in session.messages:
+            await backend.ingest(message, session)
+        await backend.flush()
+        memory = backend._agent.memory
+        (sid,) = memory.episodes.sessions()
+        episodes = memory.episodes.in_session(sid)
+        assert [(e.origin, e.speaker, e.text) for e in episodes] == [
+            ("user", "user", "Which tea helps me sleep?"),
+            ("assistant", "assistant", "Try chamomile before bed."),
+            ("user", "Ana", "Thanks, I will buy some chamomile."),
+        ]  # the input without a recorded reply got an empty answer: no episode
+        noon = dt.datetime(2023, 5, 20, 12, tzinfo=dt.UTC).timestamp()
+        assert [e.at for e in episodes] == [noon, noon, noon + 2]
+        assert backend._alias == {episodes[1].id: "s1:1"}
+    finally:
+        await backend.aclose()
+        await provider.aclose()

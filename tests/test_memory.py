@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from tests.memory_helpers import fact_of
 from tests.session_helpers import last_content
 from xai.memory import JUDGE_MARKER, LongTermMemory, MemoryConfig, local_minilm
 from xai.memory._ledger import Ledger
@@ -125,7 +126,7 @@ async def test_unrelated_facts_are_added(tmp_path: Path) -> None:
         )
         assert len(memory.facts()) == 3
         (hit,) = await memory.search("pets at home", k=1)
-        assert hit.fact.text == "The user has a cat called Tom." and 0 < hit.score <= 1
+        assert fact_of(hit).text == "The user has a cat called Tom." and 0 < hit.score <= 1
 
 
 async def test_the_judge_decides_the_ambiguous_band(
@@ -154,7 +155,7 @@ async def test_the_judge_decides_the_ambiguous_band(
         (fact,) = memory.facts()
         assert fact.text == "The user plays tennis on Saturdays with Ana." and fact.tier == "L2"
         (hit,) = await memory.search("tennis partner Ana", k=1)  # the merged text was re-embedded
-        assert hit.fact.id == fact.id
+        assert fact_of(hit).id == fact.id
     judged = [
         r for r in openai_server.chat_requests() if last_content(r.body).startswith(JUDGE_MARKER)
     ]

@@ -18,6 +18,8 @@ __all__ = [
     "CandidateKind",
     "CloseReason",
     "DecisionKind",
+    "Episode",
+    "EpisodeOrigin",
     "ErrorInfo",
     "MemoryCandidate",
     "Message",
@@ -110,6 +112,9 @@ class ToolSpec(msgspec.Struct, frozen=True):
 
 class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role"):
     id: str = msgspec.field(default_factory=new_id)
+    at: float | None = None
+    """When it was said, in seconds since the epoch: a Session stamps its inputs when it
+    accepts them and answers when it commits them (by its clock). Never sent to the model."""
 
 
 class SystemMessage(_Message, frozen=True, tag="system"):
@@ -121,6 +126,10 @@ class UserMessage(_Message, frozen=True, tag="user"):
 
     content: str
     origin: Origin = "user"
+    name: str | None = None
+    """Who said it, when several people talk to one Agent (memory keeps it as the speaker).
+    Not sent to the model: OpenAI allows only ``[A-Za-z0-9_-]`` there; put a name the model
+    must see in ``content``."""
 
 
 class AssistantMessage(_Message, frozen=True, tag="assistant"):
@@ -256,6 +265,28 @@ class MemoryCandidate(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str = ""
     turn: int = 0
     created_at: float = 0.0
+
+
+EpisodeOrigin: TypeAlias = Literal["user", "agent", "tool", "system", "assistant"]
+"""Who said an episode: an input's ``Origin``, or ``assistant`` for the model's answers."""
+
+
+class Episode(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing said in a Session, kept by the Agent's memory as evidence (an input, or
+    the text of an answer). Facts point at episodes by ``id``, the message's id."""
+
+    id: str
+    session_id: str
+    turn: int
+    """The Session's turn it was said in."""
+    seq: int
+    """Its position among the Session's episodes (0, 1, 2, ...): neighbours are ±1."""
+    origin: EpisodeOrigin
+    speaker: str
+    """``UserMessage.name``, else the origin (``user``, ``assistant``, ...)."""
+    text: str
+    at: float
+    """When it was said (seconds since the epoch)."""
 
 
 CloseReason: TypeAlias = Literal["closed", "error", "owner_shutdown", "cancelled"]

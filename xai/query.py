@@ -445,7 +445,9 @@ class _Run:
             calls = []  # arguments cut off by the length limit are not a call anyone can run
         return (
             AssistantMessage(
-                content="".join(text), thinking="".join(thinking), tool_calls=tuple(calls)
+                content="".join(text),
+                thinking="".join(thinking),
+                tool_calls=tuple(calls),
             ),
             finish,
         )

@@ -36,7 +36,14 @@ from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
-from xai.agent._resume import Damaged, LeftOver, Reopen, scan_sessions, set_aside
+from xai.agent._resume import (
+    Damaged,
+    LeftOver,
+    Reopen,
+    Unrecorded,
+    scan_sessions,
+    set_aside,
+)
 from xai.agent._scheduler import Scheduler
 from xai.agent._tools import memory_search_tool
 from xai.events import (
@@ -483,6 +490,7 @@ class Agent:
             session_id=session_id,
             child_factory=self._spawn_child,
             telemetry=self._session_telemetry(),
+            clock=self.clock.now,
         )
         await self._start(session, SessionOpened(purpose=purpose, origin=origin))
         return session
@@ -528,6 +536,7 @@ class Agent:
             depth=parent.depth + 1,
             child_factory=self._spawn_child,
             telemetry=self._session_telemetry(),
+            clock=self.clock.now,
         )
         await self._start(child, SessionOpened(purpose=task, origin="agent", parent_id=parent.id))
         return child
@@ -568,6 +577,8 @@ class Agent:
         journal for the next start. A decision that comes after the Session closed
         acknowledges them late, which completes its close.
         """
+        if context.episodes:  # what was said is kept first: the evidence candidates point to
+            await self.memory.record_episodes(context.episodes)
         if not context.candidates:
             return
         done = anyio.Event()
@@ -612,12 +623,16 @@ class Agent:
     async def _resume_sessions(self) -> None:
         """Act on every journal found under ``sessions/`` (each read once, in a worker
         thread): see ``xai.agent._resume``."""
-        found = await anyio.to_thread.run_sync(scan_sessions, self.directory / "sessions")
+        known = self.memory.episodes.__contains__
+        found = await anyio.to_thread.run_sync(scan_sessions, self.directory / "sessions", known)
         for item in found:
             if isinstance(item, Reopen):
                 await self._reopen(item)
             elif isinstance(item, LeftOver):
+                await self.memory.record_episodes(item.episodes)
                 await self._decide_left_over(item.session_id, item.candidates, item.history)
+            elif isinstance(item, Unrecorded):
+                await self.memory.record_episodes(item.episodes)
             elif isinstance(item, Damaged):
                 await self._quarantine(item)
             else:
@@ -635,6 +650,7 @@ class Agent:
             depth=header.depth,
             state=state,
             telemetry=self._session_telemetry(),
+            clock=self.clock.now,
         )
         await self._start(session, SessionOpened(parent_id=header.parent_id, resumed=True))
         retire: CloseReason | None = state.closing
@@ -667,6 +683,7 @@ class Agent:
 
     async def _quarantine(self, item: Damaged) -> None:
         """Keep what the journal's readable lines say, then set the file aside for good."""
+        await self.memory.record_episodes(item.episodes)
         await self._decide_left_over(item.session_id, item.candidates, item.history)
         moved = await anyio.to_thread.run_sync(set_aside, item.journal)
         _log.error(

@@ -18,7 +18,7 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.exceptions import ConfigurationError, SessionClosedError
-from xai.memory import Embedder, Fact, ScoredFact, default_embedder
+from xai.memory import Embedder, Fact, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
 
@@ -153,7 +153,7 @@ class AgentHost:
         agent = await self.agent(agent_id)
         await agent.session(session_id).close(reason)
 
-    async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[ScoredFact]:
+    async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[MemoryHit]:
         agent = await self.agent(agent_id)
         return await agent.memory.search(query, k)
 

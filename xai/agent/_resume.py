@@ -10,6 +10,9 @@ worker thread, sorted into what the Agent must do with it.
 - ``LeftOver``: a closed journal that still holds candidates it never saw
   acknowledged (written before closes waited for acknowledgement): the Agent
   decides those the memory has not decided.
+- ``Unrecorded``: a closed journal whose episodes the memory does not have (the
+  Agent stopped before it recorded them, or the directory predates episodes):
+  the Agent records them. Every journal is the truth of what was said in it.
 - ``Damaged``: a journal that cannot be read. Its readable lines are salvaged
   (candidates, and the user inputs that ground them) and the file is set aside
   as ``journal.jsonl.quarantined`` once they are decided.
@@ -18,25 +21,36 @@ worker thread, sorted into what the Agent must do with it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
 import msgspec
 
 from xai.exceptions import JournalError
-from xai.messages import MemoryCandidate, Message, UserMessage
+from xai.messages import Episode, MemoryCandidate, Message, UserMessage
 from xai.session import (
     JOURNAL_FILE,
     CandidatesRecord,
     HeaderRecord,
     InputRecord,
     JournalState,
+    MessageRecord,
     Record,
     ReportedRecord,
+    Transcript,
     read_journal,
 )
 
-__all__ = ["Damaged", "Found", "LeftOver", "Reopen", "scan_sessions", "set_aside"]
+__all__ = [
+    "Damaged",
+    "Found",
+    "LeftOver",
+    "Reopen",
+    "Unrecorded",
+    "scan_sessions",
+    "set_aside",
+]
 
 QUARANTINE_SUFFIX = ".quarantined"
 
@@ -50,6 +64,12 @@ class LeftOver(NamedTuple):
     session_id: str
     candidates: tuple[MemoryCandidate, ...]
     history: tuple[Message, ...]
+    episodes: tuple[Episode, ...]
+
+
+class Unrecorded(NamedTuple):
+    session_id: str
+    episodes: tuple[Episode, ...]
 
 
 class Damaged(NamedTuple):
@@ -60,13 +80,17 @@ class Damaged(NamedTuple):
     """The unacknowledged candidates of the lines that could be read."""
     history: tuple[Message, ...]
     """The user inputs that could be read (what candidates' evidence points to)."""
+    episodes: tuple[Episode, ...]
 
 
-Found: TypeAlias = Reopen | LeftOver | Damaged
+Found: TypeAlias = Reopen | LeftOver | Unrecorded | Damaged
 
 
-def scan_sessions(root: Path) -> list[Found]:
-    """Every journal under ``root`` that needs the Agent's attention. Blocking."""
+def scan_sessions(root: Path, known: Callable[[str], bool] = lambda _: False) -> list[Found]:
+    """Every journal under ``root`` that needs the Agent's attention. Blocking.
+
+    ``known`` says whether the memory has an episode (by id): a closed journal whose
+    last episode it has needs nothing (a Session's episodes are recorded together)."""
     if not root.is_dir():
         return []
     found: list[Found] = []
@@ -82,7 +106,13 @@ def scan_sessions(root: Path) -> list[Found]:
         if state.closed is None:
             found.append(Reopen(directory, state))
         elif pending := tuple(state.unacknowledged):
-            found.append(LeftOver(state.header.session_id, pending, tuple(state.history)))
+            found.append(
+                LeftOver(
+                    state.header.session_id, pending, tuple(state.history), tuple(state.episodes)
+                )
+            )
+        elif state.episodes and not known(state.episodes[-1].id):
+            found.append(Unrecorded(state.header.session_id, tuple(state.episodes)))
     return found
 
 
@@ -95,6 +125,7 @@ def _salvage(journal: Path, error: str) -> Damaged:
     candidates: dict[str, MemoryCandidate] = {}
     reported: set[str] = set()
     history: list[Message] = []
+    transcript = Transcript(session_id, 0.0)
     try:
         raw = journal.read_bytes()
     except OSError:
@@ -108,14 +139,19 @@ def _salvage(journal: Path, error: str) -> Damaged:
             continue
         if isinstance(record, HeaderRecord):
             session_id = record.session_id
+            transcript = Transcript(session_id, record.created_at)
         elif isinstance(record, CandidatesRecord):
             candidates.update((c.id, c) for c in record.candidates)
         elif isinstance(record, ReportedRecord):
             reported.update(record.candidate_ids)
         elif isinstance(record, InputRecord) and isinstance(record.message, UserMessage):
             history.append(record.message)
+            transcript.add(record.turn, record.message)
+        elif isinstance(record, MessageRecord):
+            transcript.add(record.turn, record.message)
     pending = tuple(c for i, c in candidates.items() if i not in reported)
-    return Damaged(journal, error, session_id, pending, tuple(history))
+    episodes = tuple(transcript.episodes)
+    return Damaged(journal, error, session_id, pending, tuple(history), episodes)
 
 
 def set_aside(journal: Path) -> Path:

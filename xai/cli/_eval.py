@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from xai.exceptions import UsageError
 
 if TYPE_CHECKING:
-    from xai.eval import Progress, Summary
+    from xai.eval import EvalModel, Progress, Summary
 
 __all__ = ["add_eval_parser", "eval_command"]
 
@@ -200,12 +200,14 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
         if config.is_configured:
             model = await stack.enter_async_context(OpenAIProvider(config))
         scripted = None
+        offline: EvalModel | None = None
         if answers == "scripted" or ("xai" in names and model is None):
-            from xai.eval import eval_model
+            from xai.eval import EvalModel
             from xai.testing import OpenAIWireServer
 
             server = await stack.enter_async_context(OpenAIWireServer())
-            server.script.add_responder(eval_model)
+            offline = EvalModel()
+            server.script.add_responder(offline)
             scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))
         embedder = default_embedder()
         aclose = getattr(embedder, "aclose", None)
@@ -241,6 +243,7 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
                         use_judge=model is not None,
                         depth=depth,
                         context_k=args.context_k,
+                        replies=offline if model is None else None,
                     )
                 )
         for backend in backends:

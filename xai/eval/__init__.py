@@ -42,7 +42,7 @@ from xai.eval._scoring import (
     score_answer,
     token_f1,
 )
-from xai.eval._scripted import eval_model
+from xai.eval._scripted import EvalModel, eval_model
 from xai.eval._summary import BackendSummary, Figures, Summary, summarise
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "ConversationIndex",
     "EvalAgent",
     "EvalMessage",
+    "EvalModel",
     "EvalQuestion",
     "EvalSample",
     "EvalSession",

@@ -12,18 +12,23 @@ context (``retrieve``), and forgets everything between samples (``reset``):
   uses) over the turns treated as episodes; ``--retrieval`` picks a plain baseline
   instead (see ``_retrieval``).
 - ``xai``: xai's own Agent memory, as an application gets it. Each dataset session
-  becomes an Agent Session fed the turns as user input; when it closes, its L1
-  candidates are adjudicated into long-term memory (chromadb plus the ledger), and
-  questions are answered from ``LongTermMemory.search``.
+  becomes an Agent Session: its people's turns are sent as user input (with the
+  speaker's name and the session's time), and with the offline model a turn the
+  dataset recorded from the assistant is the Session's answer to the input before
+  it. When the Session closes, the Agent keeps its episodes and adjudicates its
+  L1 candidates into long-term memory (chromadb plus the ledger); questions are
+  answered from ``LongTermMemory.search``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
+import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, assert_never, runtime_checkable
 
 import anyio
 import msgspec
@@ -31,8 +36,11 @@ import numpy as np
 
 from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
 from xai.eval._retrieval import BEST, Config, ConversationIndex
-from xai.memory import Embedder
+from xai.memory import Embedder, ScoredEpisode, ScoredFact, session_date
 from xai.providers import Provider
+
+if TYPE_CHECKING:
+    from xai.eval._scripted import EvalModel
 
 __all__ = [
     "BACKENDS",
@@ -73,6 +81,10 @@ class MemoryBackend(Protocol):
     async def reset(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+def _is_assistant(message: EvalMessage) -> bool:
+    return message.speaker.lower() == "assistant"
 
 
 def render_turn(message: EvalMessage, session: EvalSession) -> str:
@@ -291,6 +303,24 @@ class TurnVectorRAG:
         await self.reset()
 
 
+def _when(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+class _ReplayClock:
+    """The Agent's clock during a replay: the recorded time of the turn being played (so
+    episodes and facts carry the dataset's dates), else the machine's."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def now(self) -> float:
+        return self.at if self.at is not None else time.time()
+
+    async def sleep_until(self, deadline: float) -> None:
+        await anyio.sleep(max(0.0, deadline - self.now()))
+
+
 class XaiAgentMemory:
     """xai's Agent memory: dataset sessions become Agent Sessions; their closing
     adjudicates L1 candidates into long-term memory, which answers questions.
@@ -316,9 +346,12 @@ class XaiAgentMemory:
         use_judge: bool = False,
         depth: int = 50,
         context_k: int = 10,
+        replies: EvalModel | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.provider = provider
+        self.replies = replies
+        """The offline model playing ``provider``: told the assistant's recorded turns."""
         self.embedder = embedder
         self.use_judge = use_judge
         self.depth = depth
@@ -329,6 +362,9 @@ class XaiAgentMemory:
         self._stack: AsyncExitStack | None = None
         self._buffer: list[tuple[EvalMessage, EvalSession]] = []
         self._evidence: dict[str, tuple[str, ...]] | None = None
+        self._alias: dict[str, str] = {}
+        """The dataset's id of each assistant turn replayed, by the id of its episode."""
+        self._clock = _ReplayClock()
 
     async def _start(self) -> Any:
         from xai.agent import Agent, AgentConfig
@@ -344,6 +380,7 @@ class XaiAgentMemory:
             directory,
             self.provider,
             embedder=self.embedder,
+            clock=self._clock,
             config=AgentConfig(
                 session=SessionConfig(extract_memory=True, fsync="off"),
                 memory=MemoryConfig(use_judge=self.use_judge),
@@ -381,15 +418,32 @@ class XaiAgentMemory:
         buffer, self._buffer = self._buffer, []
         agent = await self._start()
         session = buffer[0][1]
+        day = session_date(session.date)
+        start = (
+            dt.datetime.combine(day, dt.time(12), dt.UTC).timestamp() if day is not None else None
+        )
+        messages = [m for m, _ in buffer]
+        answered: dict[str, str] = {}  # dataset id of a user turn -> of the reply it got
         live = await agent.open_session(f"conversation of {session.date or session.id}")
         try:
-            for message, _ in buffer:
-                date = f"[{session.date}] " if session.date else ""
-                await live.send(
-                    UserMessage(id=message.id, content=f"{date}{message.speaker}: {message.text}")
-                )
+            for i, message in enumerate(messages):
+                if _is_assistant(message):
+                    continue  # replayed as the answer to the input before it
+                following = messages[i + 1] if i + 1 < len(messages) else None
+                if self.replies is not None and following is not None and _is_assistant(following):
+                    self.replies.expect(message.text, following.text)
+                    answered[message.id] = following.id
+                self._clock.at = start + i if start is not None else None
+                name = None if message.speaker.lower() == "user" else message.speaker
+                await live.send(UserMessage(id=message.id, content=message.text, name=name))
         finally:
             await live.close()  # finalising: the candidates are adjudicated before this returns
+            self._clock.at = None
+        episodes = agent.memory.episodes.in_session(live.id)
+        input_of_turn = {e.turn: e.id for e in episodes if e.origin != "assistant"}
+        for episode in episodes:
+            if episode.origin == "assistant" and input_of_turn.get(episode.turn) in answered:
+                self._alias[episode.id] = answered[input_of_turn[episode.turn]]
         self._evidence = None  # the ledger has grown
 
     async def retrieve(self, question: str) -> Retrieved:
@@ -398,15 +452,27 @@ class XaiAgentMemory:
             return Retrieved(context="", ranked=())
         hits = await self._agent.memory.search(question, k=self.depth)
         evidence = self._evidence or {}
-        ranked = dict.fromkeys(
-            e for hit in hits for source in hit.fact.sources for e in evidence.get(source, ())
-        )
-        context = "\n".join(hit.fact.text for hit in hits[: self.context_k])
-        return Retrieved(context=context, ranked=tuple(ranked)[: self.depth])
+        ranked: dict[str, None] = {}
+        lines: list[str] = []
+        for hit in hits:
+            if isinstance(hit, ScoredEpisode):
+                ids: Iterable[str] = (hit.episode.id,)
+                line = f"[{_when(hit.episode.at)}] {hit.episode.speaker}: {hit.episode.text}"
+            elif isinstance(hit, ScoredFact):
+                # a fact's evidence: the episodes its candidates came from
+                ids = (e for source in hit.fact.sources for e in evidence.get(source, ()))
+                line = f"[{_when(hit.fact.first_seen)}] {hit.fact.text}"
+            else:
+                assert_never(hit)
+            ranked.update(dict.fromkeys(self._alias.get(i, i) for i in ids))
+            if len(lines) < self.context_k:
+                lines.append(line)
+        return Retrieved(context="\n".join(lines), ranked=tuple(ranked)[: self.depth])
 
     async def reset(self) -> None:
         """Close the sample's Agent and delete its directory."""
         self._buffer.clear()
+        self._alias.clear()
         self._evidence = None
         await self.aclose()
         if self._current is not None:

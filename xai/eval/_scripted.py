@@ -7,13 +7,16 @@
 - Answers: the context sentence sharing most words with the question (dates and
   speakers left out): an extractive baseline, so answer F1 measures whether the
   best line holds the answer. No context: "Not mentioned in the conversation."
-- Anything else (a Session's turn): "OK."
+- A Session's turn: the reply the dataset recorded for that input, when the
+  ``xai`` backend registered one (``EvalModel.expect``); else nothing (an empty
+  answer: the Agent listens, as to a conversation between two people).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +25,7 @@ from xai.memory import lexical_tokens as tokens
 from xai.session import EXTRACTION_MARKER
 from xai.testing import Reply
 
-__all__ = ["eval_model"]
+__all__ = ["EvalModel", "eval_model"]
 
 _HEADER = re.compile(
     r"^\[([^\]\n]+)\] (USER|assistant|tool \S+|automated input \([^)\n]*\)): ", re.M
@@ -74,4 +77,29 @@ def eval_model(body: Mapping[str, Any]) -> Reply | None:
     system = _text(messages[0]) if messages[0].get("role") == "system" else ""
     if system == ANSWER_INSTRUCTIONS:
         return Reply(text=_extractive(content))
-    return Reply(text="OK.")
+    return Reply(text="")
+
+
+class EvalModel:
+    """``eval_model`` that answers a conversation's inputs with the replies the dataset
+    recorded for them: the ``xai`` backend registers each before it sends the input."""
+
+    def __init__(self) -> None:
+        self._replies: dict[str, deque[str]] = {}
+
+    def expect(self, said: str, reply: str) -> None:
+        """Answer the next input ``said`` with ``reply`` (in order, when said twice)."""
+        self._replies.setdefault(said, deque()).append(reply)
+
+    def __call__(self, body: Mapping[str, Any]) -> Reply | None:
+        messages = body.get("messages") or [{}]
+        last = messages[-1]
+        waiting = self._replies.get(_text(last)) if last.get("role") == "user" else None
+        if waiting:
+            system = _text(messages[0]) if messages[0].get("role") == "system" else ""
+            if system != ANSWER_INSTRUCTIONS:
+                reply = waiting.popleft()
+                if not waiting:
+                    del self._replies[_text(last)]
+                return Reply(text=reply)
+        return eval_model(body)

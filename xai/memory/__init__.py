@@ -10,16 +10,20 @@ from xai.memory._embeddings import (
     local_minilm,
     token_counter,
 )
+from xai.memory._episodes import EpisodeStore
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
 from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, fuse, rank
+from xai.memory._search import SearchTier
 from xai.memory._types import (
     Decision,
     DecisionKind,
     Fact,
     FactStatus,
     MemoryConfig,
+    MemoryHit,
+    ScoredEpisode,
     ScoredFact,
     Tier,
 )
@@ -32,16 +36,20 @@ __all__ = [
     "Embedder",
     "EpisodeCorpus",
     "EpisodeLike",
+    "EpisodeStore",
     "Fact",
     "FactStatus",
     "LexicalIndex",
     "LocalMiniLM",
     "LongTermMemory",
     "MemoryConfig",
+    "MemoryHit",
     "OpenAIEmbedder",
     "PoolItem",
     "RecallWeights",
+    "ScoredEpisode",
     "ScoredFact",
+    "SearchTier",
     "Tier",
     "default_embedder",
     "fuse",

@@ -118,7 +118,7 @@ class EpisodeIndex:
         return list(self._collection.get(include=[])["ids"])
 
     def _vectors(self, ids: list[str]) -> np.ndarray:
-        found = self._collection.get(ids=ids, include=["embeddings"])
+        found: Any = self._collection.get(ids=ids, include=["embeddings"])
         by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
         return np.asarray([by_id[i] for i in ids], dtype=np.float32)
 

@@ -17,31 +17,32 @@ from typing import NamedTuple, assert_never
 
 import anyio
 import msgspec
-import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, local_minilm
+from xai.memory._episode_index import EpisodeIndex
+from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._index import VectorIndex, open_index
 from xai.memory._judge import Verdict, ask_judge, contradicts
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
 from xai.memory._prefix import (
-    STABLE_TITLE,
-    TENTATIVE_TITLE,
     PrefixOrder,
     compose_prefix,
-    relevant_first,
 )
+from xai.memory._search import SearchTier, gather_and_rank
 from xai.memory._types import (
     Decision,
     DecisionKind,
     Fact,
     FactStatus,
     MemoryConfig,
+    MemoryHit,
+    ScoredEpisode,
     ScoredFact,
     Tier,
 )
-from xai.messages import MemoryCandidate
+from xai.messages import Episode, MemoryCandidate
 from xai.providers import Provider
 
 __all__ = ["LongTermMemory"]
@@ -101,13 +102,6 @@ def fact_id_for(candidate: MemoryCandidate) -> str:
     return f"f{candidate.id}"
 
 
-def _z(values: np.ndarray) -> np.ndarray:
-    """Scores on one scale: distance from their mean in standard deviations."""
-    values = np.nan_to_num(values)
-    spread = float(values.std()) or 1.0
-    return np.asarray((values - values.mean()) / spread)
-
-
 class LongTermMemory:
     """An Agent's L1/L2 memory under ``directory`` (``ledger.jsonl`` + ``index/``)."""
 
@@ -134,6 +128,8 @@ class LongTermMemory:
         self._pending: _Pending | None = None
         self._lexical: LexicalIndex | None = None
         self._order: PrefixOrder | None = None
+        self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
+        self._episode_index: EpisodeIndex | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -144,6 +140,7 @@ class LongTermMemory:
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
         self._order = None
+        self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
         self._index, indexed = await anyio.to_thread.run_sync(
             open_index, self.directory / "index", self.embedder
         )
@@ -152,12 +149,21 @@ class LongTermMemory:
             self._lock = anyio.Lock()
             self._lexical = None  # rebuilt from this state on the next search
             await self._reconcile(indexed)
+            self._episode_index = await anyio.to_thread.run_sync(
+                EpisodeIndex, self.directory / "index", self.embedder
+            )
+            await self._prune_episodes()
+            await self._episode_index.repair(list(self._episodes))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close()
             raise
 
     async def close(self) -> None:
+        self._episodes.close()
+        if self._episode_index is not None:
+            episode_index, self._episode_index = self._episode_index, None
+            await anyio.to_thread.run_sync(episode_index.close)
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
@@ -212,6 +218,30 @@ class LongTermMemory:
         out.sort(key=lambda f: f.last_seen, reverse=True)
         return out
 
+    @property
+    def episodes(self) -> EpisodeStore:
+        """What was said in the Agent's Sessions: the evidence facts point to."""
+        return self._episodes
+
+    async def record_episodes(self, episodes: Sequence[Episode]) -> int:
+        """Keep episodes not known yet (by id); on disk when this returns, searchable once
+        indexed (here when open, else on the next open). How many were new."""
+        fresh = await self._episodes.record(episodes)
+        if self._episode_index is not None:
+            await self._episode_index.add(fresh)
+            await self._prune_episodes()
+        return len(fresh)
+
+    async def _prune_episodes(self) -> None:
+        """Apply the retention settings (``episode_retention_days``, ``max_episodes``)."""
+        days, cap = self.config.episode_retention_days, self.config.max_episodes
+        if days is None and cap is None:
+            return
+        before = self.clock() - days * _DAY if days is not None else None
+        gone = await self._episodes.prune(before=before, keep=cap)
+        if gone and self._episode_index is not None:
+            await self._episode_index.remove([e.id for e in gone])
+
     def decided(self, candidate_id: str) -> bool:
         return candidate_id in self._state.decided
 
@@ -220,40 +250,29 @@ class LongTermMemory:
         return Ledger.read_path(self.directory / "ledger.jsonl")
 
     async def search(
-        self, query: str, k: int = 5, *, tiers: Sequence[str] | None = None
-    ) -> list[ScoredFact]:
-        """The ``k`` active facts that best match ``query``: by meaning (cosine similarity)
-        and by words (BM25), fused as ``MemoryConfig.lexical_weight`` says. Each hit's
-        score is its cosine similarity."""
+        self, query: str, k: int = 5, *, tiers: Sequence[SearchTier] | None = None
+    ) -> list[MemoryHit]:
+        """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
+        dense and BM25 candidates with their session neighbours, fused with date, speaker,
+        neighbour and session cues). ``tiers`` limits them to facts of those tiers and, with
+        ``"episodes"``, episodes. Each hit's score is its cosine similarity."""
         index = self._require_index()
-        weight = self.config.lexical_weight
-        facts = self._state.facts
-
-        def wanted(fact_id: str) -> bool:
-            # The state, not chromadb, is the truth: during an adjudication batch the index
-            # still holds facts just retired (or re-tiered) until the batch ends.
-            fact = facts.get(fact_id)
-            return (
-                fact is not None and fact.status == "active" and (not tiers or fact.tier in tiers)
-            )
-
-        if weight <= 0 or k <= 0:
-            (vector,) = await self.embedder.embed([query])
-            hits = await index.nearest(vector, k, tiers=tiers)
-            return [ScoredFact(facts[i], s) for i, s in hits if wanted(i)]
-        depth = max(4 * k, 40)
-        lexicon = await self._lexicon()
-        lexical = dict(lexicon.top(query, depth, keep=wanted if tiers else None))
-        (vector,) = await self.embedder.embed([query])
-        dense = await index.nearest_and(vector, depth, list(lexical), tiers=tiers)
-        ids = [i for i in dense if wanted(i)]
-        if not ids:
+        if k <= 0:
             return []
-        cosine = np.array([dense[i] for i in ids], dtype=np.float32)
-        words = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float32)
-        fused = weight * _z(words) + (1 - weight) * _z(cosine)
-        order = np.argsort(-fused, kind="stable")[:k]
-        return [ScoredFact(facts[ids[i]], float(cosine[i])) for i in order]
+        weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
+        (vector,) = await self.embedder.embed([query])
+        ranked = await gather_and_rank(
+            query, vector, k, facts=self._state.facts, index=index,
+            lexicon=await self._lexicon(), episodes=self._episode_index,
+            tiers=tiers, weights=weights,
+        )  # fmt: skip
+        hits: list[MemoryHit] = []
+        for item, _ in ranked:
+            if item.kind == "fact":
+                hits.append(ScoredFact(self._state.facts[item.id], item.dense))
+            elif (episode := self._episodes.get(item.id)) is not None:
+                hits.append(ScoredEpisode(episode, item.dense))
+        return hits
 
     async def _lexicon(self) -> LexicalIndex:
         """The BM25 index of the active facts, built (in a worker thread) on first use.
@@ -286,8 +305,7 @@ class LongTermMemory:
             return ""
         if self._order is None:
             self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
-        order = self._order.tiers
-        if not order["L1"] and not order["L2"]:
+        if not self._order.tiers["L1"] and not self._order.tiers["L2"]:
             return ""
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
@@ -295,23 +313,11 @@ class LongTermMemory:
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
         now = self.clock()
-        facts = self._state.facts
-        scored = [f for i in relevance if (f := facts.get(i)) is not None and f.status == "active"]
-
-        def rank(f: Fact) -> tuple[float, float, float]:
-            return (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now))
-
-        floor = self.config.prefix_min_relevance
-        stable = relevant_first(order["L2"], (f for f in scored if f.tier == "L2"), rank)
-        tentative = relevant_first(
-            order["L1"],
-            (f for f in scored if f.tier == "L1" and relevance[f.id] >= floor),
-            rank,
-            rest=not relevance,
-        )
         text, used, shown = compose_prefix(
-            ((STABLE_TITLE, stable), (TENTATIVE_TITLE, tentative)), budget
-        )
+            self._order, self._state.facts, relevance,
+            lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
+            self.config.prefix_min_relevance, budget,
+        )  # fmt: skip
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
 

@@ -17,13 +17,13 @@ facts as its budget takes, not every fact.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
 
 from xai.memory._dates import day_of
 from xai.memory._types import Fact, Tier
 
-__all__ = ["PrefixOrder", "compose_prefix", "relevant_first"]
+__all__ = ["PrefixOrder", "compose_prefix", "relevant_first", "render_groups"]
 
 _DAY = 86_400.0
 STABLE_TITLE: Final = "Stable facts:"
@@ -82,6 +82,28 @@ def _cost(text: str) -> int:
 
 
 def compose_prefix(
+    order: PrefixOrder,
+    facts: Mapping[str, Fact],
+    relevance: Mapping[str, float],
+    rank: Callable[[Fact], tuple[float, float, float]],
+    floor: float,
+    budget: int,
+) -> tuple[str, int, int]:
+    """The prefix: L2 facts relevant to the purpose (``relevance``: cosine by fact id), then
+    the other L2 facts; L1 facts at least ``floor`` relevant (all of them, without a
+    purpose). Returns the text, the tokens used and the facts shown."""
+    scored = [f for i in relevance if (f := facts.get(i)) is not None and f.status == "active"]
+    stable = relevant_first(order.tiers["L2"], (f for f in scored if f.tier == "L2"), rank)
+    tentative = relevant_first(
+        order.tiers["L1"],
+        (f for f in scored if f.tier == "L1" and relevance[f.id] >= floor),
+        rank,
+        rest=not relevance,
+    )
+    return render_groups(((STABLE_TITLE, stable), (TENTATIVE_TITLE, tentative)), budget)
+
+
+def render_groups(
     groups: Iterable[tuple[str, Iterable[Fact]]], budget: int
 ) -> tuple[str, int, int]:
     """The prefix text of ``(title, facts in order)`` groups, spending at most ``budget``

@@ -29,6 +29,7 @@ from xai.session._journal import (
 from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription
 from xai.session._prompt import SystemPrompt
 from xai.session._session import Session
+from xai.session._transcript import Transcript
 from xai.session._types import (
     ChildFactory,
     FinalizingContext,
@@ -68,6 +69,7 @@ __all__ = [
     "SessionContext",
     "Subscription",
     "SystemPrompt",
+    "Transcript",
     "TurnEndRecord",
     "TurnHandle",
     "TurnStartRecord",

@@ -48,6 +48,7 @@ from xai.exceptions import JournalError
 from xai.logs import get_logger
 from xai.messages import (
     CloseReason,
+    Episode,
     MemoryCandidate,
     Message,
     TurnOutcome,
@@ -56,6 +57,7 @@ from xai.messages import (
 )
 from xai.session._history import place
 from xai.session._prompt import SystemPrompt
+from xai.session._transcript import Transcript
 
 __all__ = [
     "AcceptedRecord",
@@ -262,6 +264,8 @@ class JournalState(msgspec.Struct, kw_only=True):
     """Closed with candidates the owner had not acknowledged (``closing`` record, no
     ``closed`` after it): the owner must ``close(closing)`` the reopened Session."""
     closed: CloseReason | None = None
+    episodes: list[Episode] = msgspec.field(default_factory=list)
+    """Everything said, compacted turns included (see ``Transcript``)."""
 
     @property
     def unacknowledged(self) -> list[MemoryCandidate]:
@@ -309,6 +313,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
     header = records[0]
     assert isinstance(header, HeaderRecord)
     state = JournalState(header=header, history=[])
+    transcript = Transcript(header.session_id, header.created_at)
     pending = state.pending
     for number, record in enumerate(records[1:], start=2):
         if isinstance(record, HeaderRecord):
@@ -322,6 +327,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
             _unqueue(pending, (record.message.id,))
             state.begun_inputs += 1
             state.history.append(record.message)
+            transcript.add(record.turn, record.message)
             state.open_turn = record.turn
             state.turns = max(state.turns, record.turn)
         elif isinstance(record, TurnStartRecord):
@@ -332,6 +338,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
                 # A turn with no record of its start: a continued turn of a journal written
                 # before ``turn_start`` existed. It is open until its end says otherwise.
                 state.open_turn = state.turns = record.turn
+            transcript.add(record.turn, record.message)
             if not place(state.history, record.message):
                 _log.warning(
                     "journal.tool_result_left_out",
@@ -364,6 +371,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
             state.closing = None
         else:
             assert_never(record)
+    state.episodes = transcript.episodes
     return state
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
+import msgspec
 
 from xai import _actor
 from xai.events import (
@@ -75,6 +76,7 @@ from xai.session._observers import (
 from xai.session._prompt import SystemPrompt
 from xai.session._recorder import Recorder
 from xai.session._sink import Sink
+from xai.session._transcript import Transcript
 from xai.session._types import (
     ChildFactory,
     FinalizingContext,
@@ -121,8 +123,8 @@ class Session:
     handle for the outcome. Observe with ``events()`` (async iteration),
     ``subscribe()`` or ``on(callback)``. ``directory`` makes it durable: a
     journal there lets ``Session.reopen`` continue after a crash. ``telemetry`` traces
-    its turns, requests and tool calls (docs/telemetry.md); its children get it too.
-    """
+    its turns, requests and tool calls (docs/telemetry.md); its children get it too;
+    ``clock`` (default ``time.time``) stamps when inputs and answers were said."""
 
     def __init__(
         self,
@@ -138,8 +140,10 @@ class Session:
         tool_deps: Any = None,
         child_factory: ChildFactory | None = None,
         telemetry: Telemetry | None = None,
+        clock: Callable[[], float] = time.time,
         _state: JournalState | None = None,
     ) -> None:
+        self.clock = clock
         self.config = config if config is not None else SessionConfig()
         self.id = session_id or (_state.header.session_id if _state else new_id())
         self.parent_id = parent_id if _state is None else _state.header.parent_id
@@ -192,6 +196,11 @@ class Session:
             # Accepted before the restart and never started: they run first, in order.
             self._requeued = self._inbox.requeue(_state.pending)
         self._history: list[Message] = list(_state.history) if _state else []
+        self._transcript = Transcript(
+            self.id,
+            _state.header.created_at if _state else clock(),
+            _state.episodes if _state else None,
+        )
         # Kept up to date on every change, so estimating the next request is O(1).
         self._history_chars = sum(map(message_chars, self._history))
         self._system_cache: tuple[str, SystemMessage | None] | None = None
@@ -217,6 +226,7 @@ class Session:
         depth: int = 0,
         state: JournalState | None = None,
         telemetry: Telemetry | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> Session:
         """Rebuild a Session from its journal (history, summary, usage, candidates, inputs).
 
@@ -232,9 +242,8 @@ class Session:
         its memory candidates) runs no input: ``await session.close(state.closing)``
         hands the candidates to the finalising hooks again.
 
-        ``state``: the journal, already read; by default it is read here, which
-        blocks: in async code pass ``state=await aread_journal(directory / JOURNAL_FILE)``
-        (read in a worker thread).
+        ``state``: the journal, already read (else read here, blocking: in async code pass
+        ``state=await aread_journal(directory / JOURNAL_FILE)``).
         """
         path = Path(directory)
         if state is None:
@@ -249,6 +258,7 @@ class Session:
             child_factory=child_factory,
             depth=depth or state.header.depth,
             telemetry=telemetry,
+            clock=clock,
             _state=state,
         )
 
@@ -392,8 +402,12 @@ class Session:
         """
         self._check_accepting()
         message = (
-            input if isinstance(input, UserMessage) else UserMessage(content=input, origin=origin)
+            input
+            if isinstance(input, UserMessage)
+            else UserMessage(content=input, origin=origin, at=self.clock())
         )
+        if message.at is None:
+            message = msgspec.structs.replace(message, at=self.clock())
         # Accepted means on disk (opened early if the Session does not run yet).
         first = policy == "interrupt"
         handle = self._inbox.accept(message, first=first, journal=self._recorder.open())
@@ -621,6 +635,7 @@ class Session:
         if message is not None:
             await self._recorder.commit(InputRecord(turn=turn, message=message))
             self._append(message)
+            self._transcript.add(turn, message)
         else:
             await self._recorder.commit(TurnStartRecord(turn=turn))
         self._hub.publish(TurnStarted(turn=turn, input=message))
@@ -767,6 +782,7 @@ class Session:
             session_id=self.id,
             reason=reason,
             candidates=self._unacknowledged(),
+            episodes=tuple(self._transcript.episodes),
             usage=self._usage,
             turns=self._turns,
             parent_id=self.parent_id,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from xai.events import MessageCommitted, QueryEvent
 from xai.session._journal import MessageRecord
 
@@ -34,10 +36,14 @@ class Sink:
             message = event.message
             if message.id in self.published:
                 return
+            if message.at is None:  # said now, by the Session's clock
+                message = msgspec.structs.replace(message, at=session.clock())
+                event = msgspec.structs.replace(event, message=message)
             if message.id not in self.journaled:
                 session._recorder.write(MessageRecord(turn=self.turn, message=message))
                 self.journaled.add(message.id)
                 session._append(message)
+                session._transcript.add(self.turn, message)
                 session._turn_messages.append(message)
                 await session._recorder.sync_commit()
             self.published.add(message.id)

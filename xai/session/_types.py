@@ -11,7 +11,7 @@ import msgspec
 
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
-from xai.messages import CloseReason, MemoryCandidate, TurnOutcome, Usage, UserMessage
+from xai.messages import CloseReason, Episode, MemoryCandidate, TurnOutcome, Usage, UserMessage
 from xai.query import QueryConfig
 from xai.session._journal import FsyncPolicy
 
@@ -76,6 +76,9 @@ class FinalizingContext(msgspec.Struct, frozen=True, kw_only=True):
     reason: CloseReason
     candidates: tuple[MemoryCandidate, ...]
     """Candidates the owner has not acknowledged yet (``acknowledge_candidates``)."""
+    episodes: tuple[Episode, ...] = ()
+    """Everything said in the Session, in order (compacted turns included): the owner's
+    memory keeps them as the evidence its facts point to."""
     usage: Usage
     turns: int
     parent_id: str | None = None
