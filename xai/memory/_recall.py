@@ -96,6 +96,9 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     neighbours: tuple[float, ...] = (0.3, 0.1)
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
     speaker: float = 0.5
+    you: float = 1.0
+    """The speaker cue when the query asks what *you* (the assistant) said: a question
+    only the assistant's own episodes can answer. Not fitted (LoCoMo has no assistant)."""
     time_words: float = 0.6
     date: float = 1.0
     session: float = 0.25
@@ -175,7 +178,8 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
     spread = float(scores.std()) or 1.0
     speaker = named_speaker(query, {p.speaker for p in pool if p.kind == "episode"})
     if speaker is not None:
-        scores += weights.speaker * spread * np.array([p.speaker == speaker for p in pool])
+        weight = weights.you if speaker == ASSISTANT else weights.speaker
+        scores += weight * spread * np.array([p.speaker == speaker for p in pool])
     if query.lower().lstrip().startswith("when"):
         talks_of_time = np.array([bool(_TIME_WORDS.search(p.text)) for p in pool]) & episode
         scores += weights.time_words * spread * talks_of_time
