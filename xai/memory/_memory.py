@@ -30,7 +30,7 @@ from xai.memory._prefix import (
     PrefixOrder,
     compose_prefix,
 )
-from xai.memory._search import SearchTier, gather_and_rank
+from xai.memory._search import SearchTier, search_hits
 from xai.memory._types import (
     Decision,
     DecisionKind,
@@ -38,8 +38,6 @@ from xai.memory._types import (
     FactStatus,
     MemoryConfig,
     MemoryHit,
-    ScoredEpisode,
-    ScoredFact,
     Tier,
 )
 from xai.messages import Episode, MemoryCandidate
@@ -261,18 +259,11 @@ class LongTermMemory:
             return []
         weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
         (vector,) = await self.embedder.embed([query])
-        ranked = await gather_and_rank(
+        return await search_hits(
             query, vector, k, facts=self._state.facts, index=index,
-            lexicon=await self._lexicon(), episodes=self._episode_index,
-            tiers=tiers, weights=weights,
+            lexicon=await self._lexicon(), episodes=self._episodes,
+            episode_index=self._episode_index, tiers=tiers, weights=weights,
         )  # fmt: skip
-        hits: list[MemoryHit] = []
-        for item, _ in ranked:
-            if item.kind == "fact":
-                hits.append(ScoredFact(self._state.facts[item.id], item.dense))
-            elif (episode := self._episodes.get(item.id)) is not None:
-                hits.append(ScoredEpisode(episode, item.dense))
-        return hits
 
     async def _lexicon(self) -> LexicalIndex:
         """The BM25 index of the active facts, built (in a worker thread) on first use.

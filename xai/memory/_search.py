@@ -14,12 +14,13 @@ from typing import Literal, TypeAlias
 import numpy as np
 
 from xai.memory._episode_index import EpisodeIndex
+from xai.memory._episodes import EpisodeStore
 from xai.memory._index import VectorIndex
 from xai.memory._lexical import LexicalIndex
 from xai.memory._recall import PoolItem, RecallWeights, rank
-from xai.memory._types import Fact
+from xai.memory._types import Fact, MemoryHit, ScoredEpisode, ScoredFact
 
-__all__ = ["SearchTier", "gather_and_rank"]
+__all__ = ["SearchTier", "gather_and_rank", "search_hits"]
 
 SearchTier: TypeAlias = Literal["L1", "L2", "episodes"]
 """What ``search`` may return: facts of a tier, or episodes."""
@@ -72,3 +73,30 @@ async def gather_and_rank(
             query, np.asarray(vector, dtype=np.float32), weights, nearest=nearest
         )
     return rank(query, pool, weights, k)
+
+
+async def search_hits(
+    query: str,
+    vector: Sequence[float],
+    k: int,
+    *,
+    facts: Mapping[str, Fact],
+    index: VectorIndex,
+    lexicon: LexicalIndex,
+    episodes: EpisodeStore,
+    episode_index: EpisodeIndex | None,
+    tiers: Sequence[SearchTier] | None,
+    weights: RecallWeights,
+) -> list[MemoryHit]:
+    """``gather_and_rank``'s items as hits: each fact or episode with its cosine similarity."""
+    ranked = await gather_and_rank(
+        query, vector, k, facts=facts, index=index, lexicon=lexicon,
+        episodes=episode_index, tiers=tiers, weights=weights,
+    )  # fmt: skip
+    hits: list[MemoryHit] = []
+    for item, _ in ranked:
+        if item.kind == "fact":
+            hits.append(ScoredFact(facts[item.id], item.dense))
+        elif (episode := episodes.get(item.id)) is not None:
+            hits.append(ScoredEpisode(episode, item.dense))
+    return hits
