@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.memory_helpers import text_of
@@ -156,3 +157,40 @@ async def test_what_you_recommended_is_found_in_the_assistants_own_episodes(
         assert top.episode.text == "I recommend chamomile tea an hour before bed."
         shown = render_hit(top)
         assert shown["by"] == "you (the assistant)" and shown["when"].endswith("UTC")
+
+
+class _Gated:
+    """The real embedder, held at a gate while ``hold`` is set (to cancel mid-embedding)."""
+
+    def __init__(self) -> None:
+        from xai.memory import local_minilm
+
+        self.inner = local_minilm()
+        self.name = self.inner.name
+        self.dimension = self.inner.dimension
+        self.hold = False
+        self.entered = anyio.Event()
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.hold:
+            self.entered.set()
+            await anyio.sleep_forever()
+        return await self.inner.embed(texts)
+
+
+async def test_episodes_whose_indexing_was_cancelled_are_indexed_by_the_next_record(
+    tmp_path: Path,
+) -> None:
+    embedder = _Gated()
+    async with LongTermMemory(tmp_path, embedder=embedder) as memory:
+        embedder.hold = True
+        async with anyio.create_task_group() as group:
+            group.start_soon(memory.record_episodes, SPRING)
+            await embedder.entered.wait()
+            group.cancel_scope.cancel()
+        assert len(memory.episodes) == 4  # on disk: acknowledged means kept
+        embedder.hold = False
+        assert not await memory.search("blue bowl", k=1, tiers=["episodes"])
+        await memory.record_episodes(SUMMER)
+        (top,) = await memory.search("blue bowl", k=1, tiers=["episodes"])
+        assert text_of(top) == "A blue bowl for my mother."

@@ -45,6 +45,8 @@ class EpisodeIndex:
 
         self.embedder = embedder
         self.corpus = EpisodeCorpus()
+        self._backlog: dict[str, EpisodeLike] = {}
+        """Episodes whose indexing was cancelled while they were embedded."""
         path.mkdir(parents=True, exist_ok=True)
         self._client = chromadb.PersistentClient(
             path=str(path), settings=Settings(anonymized_telemetry=False)
@@ -82,18 +84,30 @@ class EpisodeIndex:
     async def add(
         self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
-        """Index ``episodes`` (embedding them unless ``vectors`` are given)."""
+        """Index ``episodes`` (embedding them unless ``vectors`` are given).
+
+        Cancelled while embedding, the episodes wait in a backlog that the next ``add``
+        indexes first; once embedded, the writes finish even if cancelled."""
+        if vectors is None:
+            self._backlog.update((e.id, e) for e in episodes)
+            episodes = list(self._backlog.values())
+            if not episodes:
+                return
+            vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
         if not episodes:
             return
-        if vectors is None:
-            vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
-        for start in range(0, len(episodes), _CHUNK):
-            chunk = episodes[start : start + _CHUNK]
-            rows = vectors[start : start + _CHUNK]
-            await anyio.to_thread.run_sync(self._upsert, chunk, rows)
-        self.corpus.add(episodes, vectors)
+        with anyio.CancelScope(shield=True):
+            for start in range(0, len(episodes), _CHUNK):
+                chunk = episodes[start : start + _CHUNK]
+                rows = vectors[start : start + _CHUNK]
+                await anyio.to_thread.run_sync(self._upsert, chunk, rows)
+            self.corpus.add(episodes, vectors)
+            for episode in episodes:
+                self._backlog.pop(episode.id, None)
 
     async def remove(self, ids: Sequence[str]) -> None:
+        for episode_id in ids:
+            self._backlog.pop(episode_id, None)
         if ids:
             await anyio.to_thread.run_sync(self._delete, list(ids))
             for episode_id in ids:
