@@ -194,3 +194,31 @@ async def test_episodes_whose_indexing_was_cancelled_are_indexed_by_the_next_rec
         await memory.record_episodes(SUMMER)
         (top,) = await memory.search("blue bowl", k=1, tiers=["episodes"])
         assert text_of(top) == "A blue bowl for my mother."
+
+
+async def test_a_store_read_page_by_page_reopens_without_repairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """chromadb 1.5 cannot ``get`` 100,000 rows at once (too many SQL variables), so the
+    indexes are read in pages on open; here pages of 3 rows."""
+    import xai.memory._index as index_module
+
+    monkeypatch.setattr(index_module, "_PAGE", 3)
+    async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
+        await memory.record_episodes([*SPRING, *SUMMER])
+        for text in (
+            "Ana owns a pottery wheel.",
+            "Ben collects stamps from Peru.",
+            "The user's sister is a nurse in Oslo.",
+            "Carla runs marathons every spring.",
+            "The blue car was sold last winter.",
+            "Dan is allergic to peanuts.",
+            "Eve plays the cello in a quartet.",
+        ):
+            await memory.adjudicate([MemoryCandidate(text=text, evidence=("m",))])
+        before = await memory.search("pottery", k=10)
+    async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
+        assert memory._index is not None and await memory._index.count() == 7
+        assert len(memory._episode_index.corpus) == 8  # type: ignore[union-attr]
+        assert await memory.search("pottery", k=10) == before
+    assert not (tmp_path / "index.corrupt").exists()

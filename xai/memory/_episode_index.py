@@ -20,6 +20,7 @@ from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._corpus import EpisodeCorpus
 from xai.memory._embeddings import Embedder
+from xai.memory._index import pages
 from xai.memory._recall import EpisodeLike
 
 __all__ = ["COLLECTION", "EpisodeIndex", "embedding_text"]
@@ -129,7 +130,7 @@ class EpisodeIndex:
         return await anyio.to_thread.run_sync(search)
 
     def _ids(self) -> list[str]:
-        return list(self._collection.get(include=[])["ids"])
+        return [i for page in pages(self._collection, []) for i in page["ids"]]
 
     def _vectors(self, ids: list[str]) -> np.ndarray:
         found: Any = self._collection.get(ids=ids, include=["embeddings"])
