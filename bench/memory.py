@@ -57,6 +57,13 @@ The figures of the issue, on this machine, with the offline embedding model
    embedding 90,000 texts would take several minutes on two cores, and HNSW
    search time does not depend on what the vectors mean. Random unit vectors
    are nearly orthogonal to real ones, so searches still find the real facts.
+   Then as many episodes as large facts (sessions of 20 turns, a day apart,
+   random unit vectors, recorded and indexed as ``record_episodes`` does) are
+   added and every series is measured again: ``search`` then ranks facts and
+   episodes together, and key ``episodes_vs_facts_only_search_p50_ratio`` is
+   its p50 against the facts-only p50 of the same run. At that level it also
+   times fetching a query's episode pool vectors from chromadb by id against
+   the in-memory float16 corpus (the choice ``EpisodeCorpus`` made).
    Each latency series takes ``--samples`` samples (200) or stops after
    ``--max-seconds`` (8) once it has at least 20.
 
