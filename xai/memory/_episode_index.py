@@ -47,6 +47,7 @@ class EpisodeIndex:
         self.embedder = embedder
         self.corpus = EpisodeCorpus()
         self._backlog: dict[str, EpisodeLike] = {}
+        self._lock: anyio.Lock | None = None
         """Episodes whose indexing was cancelled while they were embedded."""
         path.mkdir(parents=True, exist_ok=True)
         self._client = chromadb.PersistentClient(
@@ -85,26 +86,34 @@ class EpisodeIndex:
     async def add(
         self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
-        """Index ``episodes`` (embedding them unless ``vectors`` are given).
+        """Index ``episodes`` (embedding them unless ``vectors`` are given); they are
+        searchable when this returns.
 
-        Cancelled while embedding, the episodes wait in a backlog that the next ``add``
-        indexes first; once embedded, the writes finish even if cancelled."""
+        One writer at a time, in batches: callers that arrive while another indexes
+        leave their episodes in a backlog that the next writer embeds and writes all at
+        once (500 Sessions closing together make two batches, not 500 embeddings and
+        500 chromadb writes). Cancelled while embedding, the episodes stay in the
+        backlog for the next ``add``; once embedded, the writes finish even if cancelled."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
         if vectors is None:
             self._backlog.update((e.id, e) for e in episodes)
-            episodes = list(self._backlog.values())
-            if not episodes:
-                return
-            vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
-        if not episodes:
+        elif not episodes:
             return
-        with anyio.CancelScope(shield=True):
-            for start in range(0, len(episodes), _CHUNK):
-                chunk = episodes[start : start + _CHUNK]
-                rows = vectors[start : start + _CHUNK]
-                await anyio.to_thread.run_sync(self._upsert, chunk, rows)
-            self.corpus.add(episodes, vectors)
-            for episode in episodes:
-                self._backlog.pop(episode.id, None)
+        async with self._lock:
+            if vectors is None:
+                episodes = list(self._backlog.values())
+                if not episodes:
+                    return  # an earlier writer took them
+                vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
+            with anyio.CancelScope(shield=True):
+                for start in range(0, len(episodes), _CHUNK):
+                    chunk = episodes[start : start + _CHUNK]
+                    rows = vectors[start : start + _CHUNK]
+                    await anyio.to_thread.run_sync(self._upsert, chunk, rows)
+                self.corpus.add(episodes, vectors)
+                for episode in episodes:
+                    self._backlog.pop(episode.id, None)
 
     async def remove(self, ids: Sequence[str]) -> None:
         for episode_id in ids:
