@@ -949,7 +949,7 @@ async def fill_episodes(memory: LongTermMemory, count: int, seed: int) -> None:
     for at in range(0, count, FILL_CHUNK):
         chunk = episodes[at : at + FILL_CHUNK]
         await memory._episodes.record(chunk)
-        await memory._episode_index.add(chunk, vectors[at : at + FILL_CHUNK])
+        await memory._episode_index.write(chunk, vectors[at : at + FILL_CHUNK])
 
 
 async def run_search(job: Job) -> SearchFigures:

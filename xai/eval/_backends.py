@@ -402,6 +402,8 @@ class XaiAgentMemory:
         """Play what is buffered; then read, once, which turns each candidate came from
         (from the ledger, here rather than in a timed ``retrieve``)."""
         await self._play()
+        if self._agent is not None:
+            await self._agent.memory.index_episodes()  # here, not in a timed retrieve
         if self._agent is not None and self._evidence is None:
             self._evidence = {
                 d.candidate.id: d.candidate.evidence

@@ -81,39 +81,42 @@ class EpisodeIndex:
         missing = [e for e in episodes if e.id not in kept]
         if missing:
             _log.warning("memory.episodes_index_repaired", episodes=len(missing))
-            await self.add(missing)
+            self.add(missing)
+            await self.flush()
 
-    async def add(
-        self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """Index ``episodes`` (embedding them unless ``vectors`` are given); they are
-        searchable when this returns.
+    def add(self, episodes: Sequence[EpisodeLike]) -> None:
+        """Queue ``episodes`` for indexing: ``flush`` (which every search calls first)
+        embeds and writes them. Recording never waits on the embedder, so a closing
+        Session's hook cannot stall on it."""
+        self._backlog.update((e.id, e) for e in episodes)
 
-        One writer at a time, in batches: callers that arrive while another indexes
-        leave their episodes in a backlog that the next writer embeds and writes all at
-        once (500 Sessions closing together make two batches, not 500 embeddings and
-        500 chromadb writes). Cancelled while embedding, the episodes stay in the
-        backlog for the next ``add``; once embedded, the writes finish even if cancelled."""
+    async def flush(self) -> None:
+        """Embed and index the queued episodes, one writer at a time, in one batch
+        (callers arriving meanwhile find their episodes done). Cancelled while embedding,
+        they stay queued; once embedded, the writes finish even if cancelled."""
+        if not self._backlog:
+            return
         if self._lock is None:
             self._lock = anyio.Lock()
-        if vectors is None:
-            self._backlog.update((e.id, e) for e in episodes)
-        elif not episodes:
-            return
         async with self._lock:
-            if vectors is None:
-                episodes = list(self._backlog.values())
-                if not episodes:
-                    return  # an earlier writer took them
-                vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
+            episodes = list(self._backlog.values())
+            if not episodes:
+                return  # an earlier writer took them
+            vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
             with anyio.CancelScope(shield=True):
-                for start in range(0, len(episodes), _CHUNK):
-                    chunk = episodes[start : start + _CHUNK]
-                    rows = vectors[start : start + _CHUNK]
-                    await anyio.to_thread.run_sync(self._upsert, chunk, rows)
-                self.corpus.add(episodes, vectors)
+                await self.write(episodes, vectors)
                 for episode in episodes:
                     self._backlog.pop(episode.id, None)
+
+    async def write(
+        self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        """Index ``episodes`` with their ``vectors`` (already embedded)."""
+        for start in range(0, len(episodes), _CHUNK):
+            chunk = episodes[start : start + _CHUNK]
+            rows = vectors[start : start + _CHUNK]
+            await anyio.to_thread.run_sync(self._upsert, chunk, rows)
+        self.corpus.add(episodes, vectors)
 
     async def remove(self, ids: Sequence[str]) -> None:
         for episode_id in ids:

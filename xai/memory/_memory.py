@@ -222,13 +222,18 @@ class LongTermMemory:
         return self._episodes
 
     async def record_episodes(self, episodes: Sequence[Episode]) -> int:
-        """Keep episodes not known yet (by id); on disk when this returns, searchable once
-        indexed (here when open, else on the next open). How many were new."""
+        """Keep episodes not known yet (by id); on disk when this returns, and searchable:
+        the next search embeds them first. How many were new."""
         fresh = await self._episodes.record(episodes)
         if self._episode_index is not None:
-            await self._episode_index.add(fresh)
+            self._episode_index.add(fresh)  # embedded by the next search (or index_episodes)
             await self._prune_episodes()
         return len(fresh)
+
+    async def index_episodes(self) -> None:
+        """Embed and index the episodes recorded since (``search`` does it first anyway)."""
+        if self._episode_index is not None:
+            await self._episode_index.flush()
 
     async def _prune_episodes(self) -> None:
         """Apply the retention settings (``episode_retention_days``, ``max_episodes``)."""
@@ -258,6 +263,7 @@ class LongTermMemory:
         if k <= 0:
             return []
         weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
+        await self.index_episodes()
         (vector,) = await self.embedder.embed([query])
         return await search_hits(
             query, vector, k, facts=self._state.facts, index=index,
