@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from tests.test_memory import Clock, judge_says
-from xai.memory import LongTermMemory, MemoryConfig
+from xai.memory import LongTermMemory, MemoryConfig, ScoredFact
 from xai.memory._policy import relation
 from xai.messages import MemoryCandidate
 from xai.providers import OpenAIProvider
@@ -229,8 +229,8 @@ async def test_a_ledger_written_before_evidence_and_validity_replays(tmp_path: P
         assert berlin.valid_to is None and berlin.version == 2
         assert [f.id for f in memory.as_of(15.0)] == ["fc1"]
         assert [f.id for f in memory.facts()] == ["fc2"]
-        (hit,) = await memory.search("where does the user live", k=1)
-        assert hit.fact.id == "fc2"
+        (hit,) = await memory.search("where does the user live", k=1, tiers=["L1", "L2"])
+        assert isinstance(hit, ScoredFact) and hit.fact.id == "fc2"
         # and new decisions append to it as usual
         (decision,) = await memory.adjudicate([said("The user lives in Berlin.", "m4")])
         assert decision.kind == "reinforce"

@@ -153,7 +153,7 @@ async def test_every_configuration_retrieves_and_recall_is_computed(tmp_path: Pa
     assert recall_at(["D1:1"], sample.questions[3]) is None
 
 
-async def test_fusion_cues_follow_a_date_the_question_names(tmp_path: Path) -> None:
+async def test_the_library_recall_follows_a_date_the_question_names(tmp_path: Path) -> None:
     """Two sessions say nearly the same thing; the date in the question picks the session."""
     conversation: dict[str, object] = {"speaker_a": "Ana", "speaker_b": "Ben"}
     for n, (date, text) in enumerate(
@@ -183,9 +183,10 @@ async def test_fusion_cues_follow_a_date_the_question_names(tmp_path: Path) -> N
     index = await ConversationIndex.build(sample, embedder)
     (question,) = sample.questions
     vector = np.asarray((await embedder.embed([question.question]))[0], dtype=np.float32)
-    assert index.top("fusion_cues", question.question, vector, 1) == ["D2:1"]
+    assert index.top("recall", question.question, vector, 1) == ["D2:1"]
     assert session_recall_at(["D2:2"], question) == 1.0
     assert session_recall_at(["D1:1"], question) == 0.0
-    without = await ConversationIndex.build(sample, embedder, windows=False)
-    with pytest.raises(ValueError, match="window embeddings"):
-        without.top("fusion_cues", question.question, vector, 1)
+    without = await ConversationIndex.build(sample, embedder, baselines=False)
+    assert without.top("recall", question.question, vector, 1) == ["D2:1"]
+    with pytest.raises(ValueError, match="baselines"):
+        without.top("bm25", question.question, vector, 1)

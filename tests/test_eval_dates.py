@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from xai.eval._dates import DateWindow, question_windows, session_date
+from xai.memory import DateWindow, question_windows, session_date
 
 
 def test_session_headers_of_both_datasets() -> None:

@@ -488,6 +488,57 @@ async def test_a_report_compares_backends_on_the_same_samples(
     assert {b.backend: b.samples for b in summary.backends} == {"full": 1, "null": 1}
 
 
+def test_cli_runs_only_the_samples_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--samples`` picks samples by position (a held-out half: ``--samples 5-9``)."""
+    offline(monkeypatch)
+    data = [
+        {
+            "question_id": f"q{n}",
+            "question_type": "single-session-user",
+            "question": f"Where did I go in trip {n}?",
+            "answer": "Porto",
+            "haystack_dates": ["2023/05/01 (Mon) 10:00"],
+            "haystack_session_ids": [f"s{n}"],
+            "haystack_sessions": [
+                [{"role": "user", "content": f"Trip {n}: Porto", "has_answer": True}]
+            ],
+            "answer_session_ids": [f"s{n}"],
+        }
+        for n in range(3)
+    ]
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+
+    def run(samples: str, out: str) -> Any:
+        argv = ["eval", "longmemeval", "--data", str(path), "--backend", "hybrid"]
+        argv += [
+            "--k",
+            "1",
+            "--answers",
+            "none",
+            "--samples",
+            samples,
+            "--out",
+            str(tmp_path / out),
+        ]
+        return run_cli(capsys, *argv)
+
+    done = run("1-2", "a")
+    assert done.returncode == 0, done.stderr
+    assert "2/2 samples" in done.stderr
+    records = load_records(tmp_path / "a", "hybrid")
+    assert sorted(r.sample for r in records) == ["q1", "q2"]
+    picked = run("0,2", "b")
+    assert picked.returncode == 0 and "2/2 samples" in picked.stderr
+    assert sorted(r.sample for r in load_records(tmp_path / "b", "hybrid")) == ["q0", "q2"]
+    bad = run("2-1", "c")
+    assert bad.returncode == 2 and "--samples" in bad.stderr
+    beyond = run("3", "d")
+    assert beyond.returncode == 2 and "3 samples" in beyond.stderr
+
+
 async def test_the_xai_backend_replays_the_assistant_turns_with_speakers_and_times(
     tmp_path: Path, openai_server: OpenAIWireServer
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from tests.memory_helpers import fact_of
 from tests.session_helpers import last_content
 from xai.memory import JUDGE_MARKER, LongTermMemory, MemoryConfig, local_minilm
 from xai.memory._ledger import Ledger
@@ -124,7 +126,7 @@ async def test_unrelated_facts_are_added(tmp_path: Path) -> None:
         )
         assert len(memory.facts()) == 3
         (hit,) = await memory.search("pets at home", k=1)
-        assert hit.fact.text == "The user has a cat called Tom." and 0 < hit.score <= 1
+        assert fact_of(hit).text == "The user has a cat called Tom." and 0 < hit.score <= 1
 
 
 async def test_the_judge_decides_the_ambiguous_band(
@@ -153,7 +155,7 @@ async def test_the_judge_decides_the_ambiguous_band(
         (fact,) = memory.facts()
         assert fact.text == "The user plays tennis on Saturdays with Ana." and fact.tier == "L2"
         (hit,) = await memory.search("tennis partner Ana", k=1)  # the merged text was re-embedded
-        assert hit.fact.id == fact.id
+        assert fact_of(hit).id == fact.id
     judged = [
         r for r in openai_server.chat_requests() if last_content(r.body).startswith(JUDGE_MARKER)
     ]
@@ -261,15 +263,45 @@ async def test_prefix_by_purpose_and_budget(tmp_path: Path) -> None:
         prefix = await memory.prefix("recommend a dinner recipe", budget_tokens=200)
         lines = prefix.splitlines()
         assert lines[0] == "Stable facts:" and lines.index("Tentative (may be outdated):") == 3
-        assert "- The user likes spicy ramen." in lines
-        assert "- The user's car is blue." not in lines  # not relevant to dinner
-        small = await memory.prefix("recommend a dinner recipe", budget_tokens=12)
+        ramen = next(f for f in memory.facts() if "ramen" in f.text)
+        day = dt.datetime.fromtimestamp(ramen.first_seen, dt.UTC).date().isoformat()
+        assert f"- The user likes spicy ramen. ({day})" in lines  # dated
+        assert not any("car is blue" in line for line in lines)  # not relevant to dinner
+        small = await memory.prefix("recommend a dinner recipe", budget_tokens=16)
         assert small.count("- ") == 1 and small.startswith(
             "Stable facts:"
         )  # L2 first, within budget
         assert await memory.prefix(None, budget_tokens=0) == ""
         everything = await memory.prefix(None, budget_tokens=1000)
         assert everything.count("- ") == 5  # no purpose: everything that fits
+
+
+async def test_the_prefix_is_dated_grouped_by_topic_and_follows_writes(tmp_path: Path) -> None:
+    day = 86_400.0
+    now = [1_700_000_000.0]
+    async with LongTermMemory(tmp_path, clock=lambda: now[0]) as memory:
+        await memory.adjudicate([candidate("The user prefers green tea.", kind="preference")])
+        now[0] += 3 * day
+        await memory.adjudicate([candidate("The user will call the dentist.", kind="commitment")])
+        await memory.adjudicate([candidate("The user prefers window seats.", kind="preference")])
+        lines = (await memory.prefix(None, budget_tokens=200)).splitlines()
+        assert lines[0] == "Tentative (may be outdated):"
+        preferences = lines.index("Preferences:")
+        assert set(lines[preferences + 1 : preferences + 3]) == {
+            "- The user prefers green tea. (2023-11-14)",  # the day each was first learned
+            "- The user prefers window seats. (2023-11-17)",
+        }
+        commitments = lines.index("Commitments:")
+        assert lines[commitments + 1] == "- The user will call the dentist. (2023-11-17)"
+        assert len(lines) == 6
+        await memory.adjudicate(
+            [candidate("The user builds model ships.")]
+        )  # seen by the next prefix
+        assert "- The user builds model ships. (2023-11-17)" in await memory.prefix(
+            None, budget_tokens=200
+        )
+        small = await memory.prefix(None, budget_tokens=30)
+        assert 0 < small.count("- ") < 4 and len(small) // 4 <= 30
 
 
 async def test_redelivered_candidates_are_applied_once(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from structlog.testing import capture_logs
 
+from tests.memory_helpers import fact_of
 from tests.test_memory import candidate, judge_says
 from xai.exceptions import JournalError, LedgerGapError
 from xai.memory import Decision, Fact, LongTermMemory, MemoryConfig
@@ -57,7 +58,7 @@ async def test_a_corrupt_index_is_rebuilt_from_the_ledger_with_a_warning(tmp_pat
         async with LongTermMemory(tmp_path) as memory:
             assert memory.facts() == facts
             (hit,) = await memory.search("herbs in the garden", k=1)
-            assert hit.fact.text == "The user grows basil."
+            assert fact_of(hit).text == "The user grows basil."
             assert await memory._require_index().versions() == {f.id: f.version for f in facts}
     (rebuilt,) = [entry for entry in logs if entry["event"] == "memory.index_rebuilt"]
     assert rebuilt["log_level"] == "warning" and "chroma" not in rebuilt["path"]
@@ -149,7 +150,7 @@ async def test_a_search_and_a_write_never_wait_behind_the_judge(tmp_path: Path) 
                 (hit,) = await memory.search("tennis", k=1)  # builds the lexicon: takes the lock
                 await memory.forget(tennis.id)  # another writer, while the judge thinks
             judge.release.set()
-    assert hit.fact.id == tennis.id
+    assert fact_of(hit).id == tennis.id
     # The judge saw a fact that is gone by the time its verdict came: it is not applied.
     (decision,) = decided
     gone = memory.get(tennis.id)

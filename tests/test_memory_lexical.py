@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.memory_helpers import fact_of
 from tests.test_memory import candidate
 from xai.exceptions import ConfigurationError, ProviderConnectionError
 from xai.memory import (
@@ -76,16 +77,16 @@ async def test_search_fuses_words_and_meaning(tmp_path: Path) -> None:
                 await memory.adjudicate([candidate(text, f"s{n}")])
         # All words, no meaning: only the facts sharing a word with the query can lead.
         hits = await words.search("red door", k=4)
-        assert hits[0].fact.text == "The user's house has a red door."
+        assert fact_of(hits[0]).text == "The user's house has a red door."
         # Scores stay cosine similarities, whatever the order.
-        by_meaning = {h.fact.text: h.score for h in await meaning.search("red door", k=4)}
-        assert {h.fact.text: h.score for h in hits} == pytest.approx(by_meaning, abs=1e-4)
+        by_meaning = {fact_of(h).text: h.score for h in await meaning.search("red door", k=4)}
+        assert {fact_of(h).text: h.score for h in hits} == pytest.approx(by_meaning, abs=1e-4)
         # The index follows writes made after it was built.
         await words.adjudicate([candidate("The user painted the door red again.", "s9")])
-        assert "painted" in (await words.search("painted", k=1))[0].fact.text
-        forgotten = (await words.search("red door", k=1))[0].fact
+        assert "painted" in fact_of((await words.search("painted", k=1))[0]).text
+        forgotten = fact_of((await words.search("red door", k=1))[0])
         await words.forget(forgotten.id)
-        assert all(h.fact.id != forgotten.id for h in await words.search("red door", k=4))
+        assert all(fact_of(h).id != forgotten.id for h in await words.search("red door", k=4))
 
 
 async def test_search_by_tier_filters_words_too(tmp_path: Path) -> None:
@@ -96,7 +97,7 @@ async def test_search_by_tier_filters_words_too(tmp_path: Path) -> None:
         await memory.adjudicate([candidate("The user's cat is called Miso.", "s2")])  # L2 now
         await memory.adjudicate([candidate("The user's dog Miso barks.", "s3")])
         stable = await memory.search("Miso", k=5, tiers=["L2"])
-        assert [h.fact.tier for h in stable] == ["L2"]
+        assert [fact_of(h).tier for h in stable] == ["L2"]
 
 
 def test_lexical_weight_is_a_share() -> None:
@@ -115,7 +116,7 @@ async def test_a_fact_retired_in_a_running_batch_is_not_found(tmp_path: Path) ->
         ) as memory:
             await memory.adjudicate([candidate("The user lives in Paris.", "s1")])
             (fact,) = memory.facts()
-            assert (await memory.search("Paris", k=1))[0].fact.id == fact.id
+            assert fact_of((await memory.search("Paris", k=1))[0]).id == fact.id
             retired = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
             async with memory._batch():  # the index is written when the batch ends
                 await memory._write("forget", "test", [retired])

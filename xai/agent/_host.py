@@ -22,7 +22,7 @@ from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
 from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import get_logger
-from xai.memory import Embedder, Fact, ScoredFact, default_embedder
+from xai.memory import Embedder, Fact, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
 
@@ -260,7 +260,7 @@ class AgentHost:
         async with self._use(agent_id) as agent:
             await agent.session(session_id).close(reason)
 
-    async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[ScoredFact]:
+    async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[MemoryHit]:
         async with self._use(agent_id) as agent:
             return await agent.memory.search(query, k)
 

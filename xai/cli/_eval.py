@@ -46,9 +46,10 @@ def add_eval_parser(
     )
     parser.add_argument(
         "--retrieval",
-        default="fusion_cues",
+        default="recall",
         choices=CONFIGS,
-        help="the hybrid backend's configuration (default: fusion_cues)",
+        help="the hybrid backend's configuration: the library's retrieval (recall, the "
+        "default) or a plain baseline",
     )
     parser.add_argument("--k", default="5,10,25", help="recall@k cut-offs (default: 5,10,25)")
     parser.add_argument("--context-k", type=int, default=10, help="turns or facts given as context")
@@ -61,7 +62,12 @@ def add_eval_parser(
         "(default auto: the model when LLM_* is set, else the script)",
     )
     parser.add_argument("--judge", action="store_true", help="grade answers with the LLM_* model")
-    parser.add_argument("--limit", type=int, help="only the first N samples")
+    parser.add_argument("--limit", type=int, help="only the first N samples (after --samples)")
+    parser.add_argument(
+        "--samples",
+        help="which samples, by position from 0: ranges and numbers separated by commas, "
+        "e.g. 5-9 or 0,1,2 (default: all)",
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="answers asked at once")
 
 
@@ -73,6 +79,25 @@ def _ks(text: str) -> tuple[int, ...]:
     if not ks or ks[0] < 1:
         raise UsageError(f"--k {text!r}: every k must be at least 1")
     return ks
+
+
+def _samples(text: str | None, count: int) -> list[int]:
+    """``--samples``: positions (``5-9``, ``0,1,2``, ``0-2,7``) in order, each once."""
+    if text is None:
+        return list(range(count))
+    chosen: dict[int, None] = {}
+    for part in (p.strip() for p in text.split(",")):
+        low, dash, high = part.partition("-")
+        try:
+            first, last = int(low), int(high) if dash else int(low)
+        except ValueError:
+            raise UsageError(f"--samples {text!r}: give numbers or ranges like 5-9") from None
+        if first < 0 or last < first:
+            raise UsageError(f"--samples {text!r}: {part!r} is not a range from low to high")
+        if last >= count:
+            raise UsageError(f"--samples {text!r}: the data has {count} samples (0-{count - 1})")
+        chosen.update(dict.fromkeys(range(first, last + 1)))
+    return list(chosen)
 
 
 def _backend_names(text: str) -> tuple[str, ...]:
@@ -161,7 +186,8 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
     from xai.providers import OpenAIProvider
 
     load = load_locomo if args.dataset == "locomo" else load_longmemeval
-    samples = load(args.data.expanduser())[: args.limit]
+    loaded = load(args.data.expanduser())
+    samples = [loaded[i] for i in _samples(args.samples, len(loaded))][: args.limit]
     out: Path = args.out.expanduser()
     config = LLMConfig.from_env()
     answers = args.answers

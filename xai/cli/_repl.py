@@ -10,11 +10,13 @@ before the program ends.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import shlex
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import assert_never
 
 import anyio
 
@@ -22,6 +24,7 @@ from xai.agent import Agent, At, Cron, Every, Wakeup
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
 from xai.exceptions import ConfigurationError
+from xai.memory import Fact, MemoryHit, ScoredEpisode, ScoredFact
 from xai.providers import OpenAIProvider
 from xai.session import Session
 
@@ -105,18 +108,15 @@ class Repl:
         return True
 
     async def _memory(self, query: str) -> None:
+        hits: list[MemoryHit | Fact] = []
         if query:
-            hits = await self.agent.memory.search(query, 10)
-            facts = [(h.fact, f" relevance={h.score:.2f}") for h in hits]
+            hits.extend(await self.agent.memory.search(query, 10))
         else:
-            facts = [(f, "") for f in self.agent.memory.facts()]
-        if not facts:
+            hits.extend(self.agent.memory.facts())
+        if not hits:
             self.render.line("(nothing remembered yet)")
-        for fact, extra in facts:
-            sessions = ",".join(s[:6] for s in fact.sessions)
-            self.render.line(
-                f"{fact.id}  [{fact.tier} x{fact.count}{extra}] {fact.text}  (from {sessions})"
-            )
+        for hit in hits:
+            self.render.line(_memory_line(hit))
 
     def _wake(self, args: list[str]) -> None:
         scheduler = self.agent.scheduler
@@ -176,6 +176,25 @@ class Repl:
             texts = ", ".join(repr(f.text) for f in decision.facts if f.status == "active")
             if texts:
                 self.render.line(f"[remembered from this conversation: {texts}]")
+
+
+def _memory_line(hit: MemoryHit | Fact) -> str:
+    """A fact (with its tier, recurrences and Sessions) or something said (who, when)."""
+    if isinstance(hit, ScoredEpisode):
+        episode = hit.episode
+        when = dt.datetime.fromtimestamp(episode.at, dt.UTC).strftime("%Y-%m-%d %H:%M")
+        return (
+            f"{episode.id}  [said {when} by {episode.speaker} relevance={hit.score:.2f}] "
+            f"{episode.text}  (in {episode.session_id[:6]})"
+        )
+    if isinstance(hit, ScoredFact):
+        fact, extra = hit.fact, f" relevance={hit.score:.2f}"
+    elif isinstance(hit, Fact):
+        fact, extra = hit, ""
+    else:
+        assert_never(hit)
+    sessions = ",".join(s[:6] for s in fact.sessions)
+    return f"{fact.id}  [{fact.tier} x{fact.count}{extra}] {fact.text}  (from {sessions})"
 
 
 @contextlib.contextmanager

@@ -8,8 +8,9 @@ context (``retrieve``), and forgets everything between samples (``reset``):
 - ``full``: the whole conversation as context, no retrieval (the ceiling on
   evidence, the most tokens).
 - ``rag``: plain turn-level vector retrieval on chromadb (the usual RAG baseline).
-- ``hybrid``: xai's retrieval configurations over the turns (``fusion_cues`` by
-  default; see ``_retrieval``).
+- ``hybrid``: the library's retrieval (``xai.memory``, the one ``LongTermMemory.search``
+  uses) over the turns treated as episodes; ``--retrieval`` picks a plain baseline
+  instead (see ``_retrieval``).
 - ``xai``: xai's own Agent memory, as an application gets it. Each dataset session
   becomes an Agent Session: its people's turns are sent as user input (with the
   speaker's name and the session's time), and with the offline model a turn the
@@ -27,16 +28,15 @@ import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, assert_never, runtime_checkable
 
 import anyio
 import msgspec
 import numpy as np
 
 from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
-from xai.eval._dates import session_date
 from xai.eval._retrieval import BEST, Config, ConversationIndex
-from xai.memory import Embedder
+from xai.memory import Embedder, ScoredEpisode, ScoredFact, session_date
 from xai.providers import Provider
 
 if TYPE_CHECKING:
@@ -170,7 +170,8 @@ class FullContext:
 
 
 class HybridRetrieval:
-    """xai's turn retrieval (lexical + dense + conversation cues) over the sample's turns."""
+    """The library's retrieval (lexical + dense + conversation cues) over the sample's turns
+    as episodes, or one of the plain baseline configurations."""
 
     def __init__(
         self, embedder: Embedder, *, config: Config = BEST, depth: int = 50, context_k: int = 10
@@ -190,7 +191,7 @@ class HybridRetrieval:
     async def flush(self) -> None:
         if self._index is None:
             self._index = await ConversationIndex.build(
-                self._turns.sample(), self.embedder, windows=self.config == "fusion_cues"
+                self._turns.sample(), self.embedder, baselines=self.config != "recall"
             )
 
     async def retrieve(self, question: str) -> Retrieved:
@@ -302,6 +303,10 @@ class TurnVectorRAG:
         await self.reset()
 
 
+def _when(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
 class _ReplayClock:
     """The Agent's clock during a replay: the recorded time of the turn being played (so
     episodes and facts carry the dataset's dates), else the machine's."""
@@ -356,7 +361,6 @@ class XaiAgentMemory:
         self._agent: Any = None
         self._stack: AsyncExitStack | None = None
         self._buffer: list[tuple[EvalMessage, EvalSession]] = []
-        self._evidence: dict[str, tuple[str, ...]] | None = None
         self._alias: dict[str, str] = {}
         """The dataset's id of each assistant turn replayed, by the id of its episode."""
         self._clock = _ReplayClock()
@@ -394,15 +398,11 @@ class XaiAgentMemory:
         self._buffer.append((message, session))
 
     async def flush(self) -> None:
-        """Play what is buffered; then read, once, which turns each candidate came from
-        (from the ledger, here rather than in a timed ``retrieve``)."""
+        """Play what is buffered; then index the new episodes (here, not in a timed
+        ``retrieve``)."""
         await self._play()
-        if self._agent is not None and self._evidence is None:
-            self._evidence = {
-                d.candidate.id: d.candidate.evidence
-                for d in self._agent.memory.ledger()
-                if d.candidate
-            }
+        if self._agent is not None:
+            await self._agent.memory.index_episodes()
 
     async def _play(self) -> None:
         """Play the buffered dataset session through an Agent Session and close it."""
@@ -439,28 +439,32 @@ class XaiAgentMemory:
         for episode in episodes:
             if episode.origin == "assistant" and input_of_turn.get(episode.turn) in answered:
                 self._alias[episode.id] = answered[input_of_turn[episode.turn]]
-        self._evidence = None  # the ledger has grown
 
     async def retrieve(self, question: str) -> Retrieved:
         await self.flush()
         if self._agent is None:
             return Retrieved(context="", ranked=())
         hits = await self._agent.memory.search(question, k=self.depth)
-        evidence = self._evidence or {}
-        ranked = dict.fromkeys(
-            self._alias.get(e, e)
-            for hit in hits
-            for source in hit.fact.sources
-            for e in evidence.get(source, ())
-        )
-        context = "\n".join(hit.fact.text for hit in hits[: self.context_k])
-        return Retrieved(context=context, ranked=tuple(ranked)[: self.depth])
+        ranked: dict[str, None] = {}
+        lines: list[str] = []
+        for hit in hits:
+            if isinstance(hit, ScoredEpisode):
+                ids: Iterable[str] = (hit.episode.id,)
+                line = f"[{_when(hit.episode.at)}] {hit.episode.speaker}: {hit.episode.text}"
+            elif isinstance(hit, ScoredFact):
+                ids = hit.fact.evidence  # the episodes it was drawn from
+                line = f"[{_when(hit.fact.first_seen)}] {hit.fact.text}"
+            else:
+                assert_never(hit)
+            ranked.update(dict.fromkeys(self._alias.get(i, i) for i in ids))
+            if len(lines) < self.context_k:
+                lines.append(line)
+        return Retrieved(context="\n".join(lines), ranked=tuple(ranked)[: self.depth])
 
     async def reset(self) -> None:
         """Close the sample's Agent and delete its directory."""
         self._buffer.clear()
         self._alias.clear()
-        self._evidence = None
         await self.aclose()
         if self._current is not None:
             await anyio.to_thread.run_sync(shutil.rmtree, self._current, True)

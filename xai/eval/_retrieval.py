@@ -1,81 +1,84 @@
 """Turn-level retrieval over one conversation, in several configurations, and recall@k.
 
-Configurations (each reported, so a gain is measured against the plain one):
+``recall`` is the library's retrieval (``xai.memory``: the one ``LongTermMemory.search``
+uses), run over the sample's turns treated as episodes: each turn embedded once as
+``speaker: text``, said at its session's time. The others are plain baselines, so a
+gain is measured against them:
 
 - ``vector``: cosine similarity between the question and each turn's text.
 - ``vector_context``: each turn embedded with its speaker and session date.
 - ``bm25``: lexical scoring of stemmed words.
 - ``hybrid``: vector_context and bm25 fused (reciprocal rank fusion).
-- ``hybrid_neighbours``: hybrid, each turn's score lifted by its neighbours' (evidence
-  sits in runs of turns), and turns by a speaker named in the question favoured.
-- ``fusion``: z-normalised scores of bm25 (0.5), vector_context (0.3) and vector (0.2)
-  added; each turn lifted by its neighbours within the session (±1: 0.5, ±2: 0.2); the
-  two sessions holding the best turns lifted as a whole (evidence clusters by session).
-  The weights were chosen on LoCoMo itself (see bench/locomo_recall.py for the halves).
-- ``fusion_cues``: fusion with the conversation's own cues added. Two more dense
-  scores, each turn embedded with the turn before and with the turn after (a reply
-  carries its question's words); BM25 tuned for short turns (k1 0.9, b 0.4); turns
-  by the one speaker the question names favoured; for "when" questions, turns that
-  speak of time ("last week", "yesterday", a year); sessions held on or just after a
-  date the question names lifted (``_dates``); and the boost of the two best sessions
-  scaled by how clearly they lead (a broad question spread over many sessions is not
-  narrowed to two).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
+import msgspec
 import numpy as np
 
 from xai.eval._datasets import EvalMessage, EvalQuestion, EvalSample
-from xai.eval._dates import question_windows, session_date
-from xai.memory import Embedder, LexicalIndex
+from xai.memory import (
+    Embedder,
+    EpisodeCorpus,
+    LexicalIndex,
+    RecallWeights,
+    rank,
+    session_time,
+)
 
-__all__ = ["BEST", "CONFIGS", "Config", "ConversationIndex", "recall_at", "session_recall_at"]
-
-Config: TypeAlias = Literal[
-    "vector", "vector_context", "bm25", "hybrid", "hybrid_neighbours", "fusion", "fusion_cues"
+__all__ = [
+    "BEST",
+    "CONFIGS",
+    "Config",
+    "ConversationIndex",
+    "TurnEpisode",
+    "recall_at",
+    "session_recall_at",
+    "turn_episodes",
 ]
-CONFIGS: tuple[Config, ...] = (
-    "vector",
-    "vector_context",
-    "bm25",
-    "hybrid",
-    "hybrid_neighbours",
-    "fusion",
-    "fusion_cues",
-)
-BEST: Config = "fusion_cues"
 
-_TIME_WORDS = re.compile(
-    r"\b(yesterday|today|tonight|tomorrow|recently|since|ago|"
-    r"(last|next|this) (week|weekend|month|year|night|morning|summer|winter|spring|fall|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"in (january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)|(19|20)\d\d)\b",
-    re.IGNORECASE,
-)
-_DATE_WEIGHT = {"day": 2.0, "month": 1.0, "year": 0.3}
+Config: TypeAlias = Literal["vector", "vector_context", "bm25", "hybrid", "recall"]
+CONFIGS: tuple[Config, ...] = ("vector", "vector_context", "bm25", "hybrid", "recall")
+BEST: Config = "recall"
 
 
-def _z(scores: np.ndarray) -> np.ndarray:
-    spread = float(scores.std()) or 1.0
-    return np.asarray((scores - scores.mean()) / spread)
+class TurnEpisode(msgspec.Struct, frozen=True, kw_only=True):
+    """A dataset turn as the library's retrieval sees an episode."""
+
+    id: str
+    session_id: str
+    seq: int
+    speaker: str
+    text: str
+    at: float
 
 
-def _lift(scores: np.ndarray, sessions: np.ndarray, weights: dict[int, float]) -> np.ndarray:
-    """Add a share of each neighbour's score, within the same session only."""
-    out = scores.copy()
-    positions = np.arange(len(scores))
-    for offset, weight in weights.items():
-        shifted = np.roll(scores, offset)
-        same = np.roll(sessions, offset) == sessions
-        inside = (positions - offset >= 0) & (positions - offset < len(scores))  # no wrap-around
-        out += weight * np.where(same & inside, shifted, 0.0)
+def turn_episodes(sample: EvalSample) -> list[TurnEpisode]:
+    """The sample's turns as episodes: a session's turns in order, a second apart from the
+    session's time (0 when its header names no date)."""
+    out: list[TurnEpisode] = []
+    for session in sample.sessions:
+        start = session_time(session.date) or 0.0
+        for seq, message in enumerate(session.messages):
+            out.append(
+                TurnEpisode(
+                    id=message.id,
+                    session_id=session.id,
+                    seq=seq,
+                    speaker=message.speaker,
+                    text=message.text,
+                    at=start + seq,
+                )
+            )
     return out
+
+
+def episode_text(episode: TurnEpisode) -> str:
+    """What the library embeds of an episode."""
+    return f"{episode.speaker}: {episode.text}"
 
 
 def _rank(scores: np.ndarray) -> np.ndarray:
@@ -93,51 +96,54 @@ class ConversationIndex:
         sample: EvalSample,
         plain: np.ndarray,
         contextual: np.ndarray,
-        with_previous: np.ndarray | None = None,
-        with_next: np.ndarray | None = None,
+        corpus: EpisodeCorpus,
+        weights: RecallWeights | None = None,
     ) -> None:
         self.sample = sample
         self.messages: list[EvalMessage] = [m for s in sample.sessions for m in s.messages]
-        self.session_of = np.array([s.id for s in sample.sessions for _ in s.messages])
         self.plain = plain
         self.contextual = contextual
-        self.with_previous = with_previous
-        self.with_next = with_next
+        self.corpus = corpus
+        self.weights = weights if weights is not None else RecallWeights()
         # Rows follow the turns' order; every term is scored, as in plain BM25.
         documents = [(str(i), f"{m.speaker} {m.text}") for i, m in enumerate(self.messages)]
         self.bm25 = LexicalIndex.of(documents, k1=1.2, b=0.75, skip_common=False)
-        self.bm25_short = LexicalIndex.of(documents, skip_common=False)
-        self.speakers = np.array([m.speaker for m in self.messages])
-        self.speaks_of_time = np.array([bool(_TIME_WORDS.search(m.text)) for m in self.messages])
-        dates = {s.id: session_date(s.date) for s in sample.sessions}
-        self.dates = [dates[s] for s in self.session_of]
 
     @classmethod
     async def build(
-        cls, sample: EvalSample, embedder: Embedder, *, windows: bool = True
+        cls, sample: EvalSample, embedder: Embedder, *, baselines: bool = True
     ) -> ConversationIndex:
-        """Embed the turns (plain, with speaker and date, and unless ``windows=False``
-        with each neighbour: only ``fusion_cues`` needs those)."""
-        plain: list[str] = []
-        contextual: list[str] = []
-        previous: list[str] = []
-        following: list[str] = []
-        for session in sample.sessions:
-            lines = [f"{m.speaker}: {m.text}" for m in session.messages]
-            for i, message in enumerate(session.messages):
-                plain.append(message.text)
-                contextual.append(f"[{session.date}] {lines[i]}")
-                previous.append("\n".join(lines[max(0, i - 1) : i + 1]))
-                following.append("\n".join(lines[i : i + 2]))
-        if not plain:
+        """Embed the turns as the library does (and, unless ``baselines=False``, plain and
+        with speaker and date for the baseline configurations)."""
+        episodes = turn_episodes(sample)
+        texts = [episode_text(e) for e in episodes]
+        if baselines:
+            for session in sample.sessions:
+                texts.extend(m.text for m in session.messages)
+            for session in sample.sessions:
+                texts.extend(f"[{session.date}] {m.speaker}: {m.text}" for m in session.messages)
+        corpus = EpisodeCorpus()
+        n = len(episodes)
+        if not n:
             empty = np.zeros((0, 0), dtype=np.float32)
-            return cls(sample, empty, empty, empty, empty)
-        texts = [*plain, *contextual, *(previous + following if windows else [])]
+            return cls(sample, empty, empty, corpus)
         matrix = np.asarray(await embedder.embed(texts), dtype=np.float32)
-        n = len(plain)
-        return cls(sample, *(matrix[i * n : (i + 1) * n] for i in range(len(texts) // n)))
+        corpus.add(episodes, matrix[:n])
+        plain, contextual = (matrix[n : 2 * n], matrix[2 * n :]) if baselines else (None, None)
+        empty = np.zeros((0, matrix.shape[1]), dtype=np.float32)
+        return cls(
+            sample,
+            plain if plain is not None else empty,
+            contextual if contextual is not None else empty,
+            corpus,
+        )
 
     def scores(self, config: Config, question: str, vector: np.ndarray) -> np.ndarray:
+        """A score per turn for a baseline configuration."""
+        if config == "recall":
+            raise ValueError("`recall` ranks a candidate pool: use top()")
+        if len(self.plain) != len(self.messages):
+            raise ValueError("the baselines need their embeddings (build with baselines=True)")
         if config == "vector":
             return np.asarray(self.plain @ vector)
         if config == "vector_context":
@@ -145,79 +151,19 @@ class ConversationIndex:
         lexical = self.bm25.scores(question)
         if config == "bm25":
             return lexical
-        sessions = self.session_of
-        if config == "fusion":
-            mixed = (
-                0.5 * _z(lexical)
-                + 0.3 * _z(self.contextual @ vector)
-                + 0.2 * _z(self.plain @ vector)
-            )
-            lifted = _lift(mixed, sessions, {-1: 0.5, 1: 0.5, -2: 0.2, 2: 0.2})
-            return _boost_sessions(lifted, sessions, 1.0)
-        if config == "fusion_cues":
-            return self._with_cues(question, vector)
         dense = self.contextual @ vector
-        fused = 1.0 / (60 + _rank(dense)) + 1.0 / (60 + _rank(lexical))
-        if config == "hybrid":
-            return fused
-        lifted = _lift(fused, sessions, {-1: 0.35, 1: 0.35})
-        lowered = question.lower()
-        for i, message in enumerate(self.messages):
-            if message.speaker and message.speaker.lower() in lowered:
-                lifted[i] *= 1.1
-        return lifted
-
-    def _with_cues(self, question: str, vector: np.ndarray) -> np.ndarray:
-        if self.with_previous is None or self.with_next is None:
-            raise ValueError("fusion_cues needs the window embeddings (build with windows=True)")
-        sessions = self.session_of
-        mixed = (
-            0.5 * _z(self.bm25_short.scores(question))
-            + 0.3 * _z(self.contextual @ vector)
-            + 0.2 * _z(self.plain @ vector)
-            + 0.15 * _z(self.with_previous @ vector)
-            + 0.15 * _z(self.with_next @ vector)
-        )
-        scores = _lift(mixed, sessions, {-1: 0.5, 1: 0.5, -2: 0.2, 2: 0.2})
-        spread = float(scores.std()) or 1.0
-        lowered = question.lower()
-        named = [
-            s
-            for s in set(self.speakers.tolist())
-            if s and re.search(rf"\b{re.escape(s.lower())}\b", lowered)
-        ]
-        if len(named) == 1:
-            scores = scores + 0.5 * spread * (self.speakers == named[0])
-        if lowered.lstrip().startswith("when"):
-            scores = scores + 0.6 * spread * self.speaks_of_time
-        windows = question_windows(question)
-        if windows:
-            near = np.array(
-                [
-                    max((_DATE_WEIGHT[w.precision] * w.weight(d) for w in windows), default=0.0)
-                    if d is not None
-                    else 0.0
-                    for d in self.dates
-                ]
-            )
-            scores = scores + spread * near
-        best = np.sort([scores[sessions == s].max() for s in np.unique(sessions)])[::-1]
-        lead = (best[0] - best[min(2, len(best) - 1)]) / (float(scores.std()) or 1.0)
-        return _boost_sessions(scores, sessions, min(1.5, 0.5 * lead))
+        return np.asarray(1.0 / (60 + _rank(dense)) + 1.0 / (60 + _rank(lexical)))
 
     def top(self, config: Config, question: str, vector: np.ndarray, k: int) -> list[str]:
         if not self.messages:
             return []
+        if config == "recall":
+            weights = self.weights
+            pool = self.corpus.pool(question, vector, weights)
+            return [item.id for item, _ in rank(question, pool, weights, k)]
         scores = self.scores(config, question, vector)
         order = np.argsort(-scores, kind="stable")[:k]
         return [self.messages[i].id for i in order]
-
-
-def _boost_sessions(scores: np.ndarray, sessions: np.ndarray, weight: float) -> np.ndarray:
-    """Lift every turn of the two sessions holding the best turns (evidence clusters)."""
-    best = {s: float(scores[sessions == s].max()) for s in np.unique(sessions)}
-    top = sorted(best, key=lambda s: -best[s])[:2]
-    return np.asarray(scores + weight * float(scores.std()) * np.isin(sessions, top))
 
 
 def recall_at(retrieved: Sequence[str], question: EvalQuestion) -> float | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Callable, Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Literal, assert_never
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from xai.agent import Agent
 from xai.exceptions import SessionClosedError
-from xai.memory import Decision, Fact
+from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
     "FactView",
@@ -45,6 +45,17 @@ class FactView(BaseModel):
     count: int = Field(description="how many times it was reported")
     last_seen: float = Field(description="Unix time")
     score: float | None = Field(default=None, description="cosine similarity to the query")
+
+
+class EpisodeView(BaseModel):
+    """Something said in one of the Agent's conversations, as an MCP client sees it."""
+
+    id: str
+    text: str
+    speaker: str = Field(description="who said it ('assistant': the Agent itself)")
+    session_id: str
+    at: float = Field(description="Unix time it was said")
+    score: float = Field(description="cosine similarity to the query")
 
 
 class Remembered(BaseModel):
@@ -81,6 +92,18 @@ def _view(fact: Fact, score: float | None = None) -> FactView:
     )
 
 
+def _hit_view(hit: MemoryHit) -> FactView | EpisodeView:
+    if isinstance(hit, ScoredFact):
+        return _view(hit.fact, hit.score)
+    if isinstance(hit, ScoredEpisode):
+        e = hit.episode
+        return EpisodeView(
+            id=e.id, text=e.text, speaker=e.speaker, session_id=e.session_id, at=e.at,
+            score=hit.score,
+        )  # fmt: skip
+    assert_never(hit)
+
+
 def _remembered(decisions: list[Decision]) -> Remembered:
     facts = {f.id: f for d in decisions for f in d.facts}
     return Remembered(
@@ -103,11 +126,11 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
 
     @server.tool()
     async def search_memory(
-        query: str, k: Annotated[int, Field(ge=1, le=50, description="how many facts")] = 5
-    ) -> list[FactView]:
-        """Search the Agent's long-term memory: the facts that best match the query."""
-        hits = await agent.memory.search(query, k)
-        return [_view(hit.fact, hit.score) for hit in hits]
+        query: str, k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5
+    ) -> list[FactView | EpisodeView]:
+        """Search the Agent's long-term memory: the facts and the things said (episodes)
+        that best match the query."""
+        return [_hit_view(hit) for hit in await agent.memory.search(query, k)]
 
     @server.tool()
     async def remember(

@@ -1,5 +1,7 @@
 """Long-term memory: facts on chromadb with offline embeddings, an audit ledger, adjudication."""
 
+from xai.memory._corpus import EpisodeCorpus
+from xai.memory._dates import DateWindow, question_windows, session_date, session_time
 from xai.memory._embeddings import (
     Embedder,
     LocalMiniLM,
@@ -12,21 +14,28 @@ from xai.memory._episodes import EpisodeStore
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
+from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, fuse, rank
+from xai.memory._search import SearchTier
 from xai.memory._types import (
     Decision,
     DecisionKind,
     Fact,
     FactStatus,
     MemoryConfig,
+    MemoryHit,
+    ScoredEpisode,
     ScoredFact,
     Tier,
 )
 
 __all__ = [
     "JUDGE_MARKER",
+    "DateWindow",
     "Decision",
     "DecisionKind",
     "Embedder",
+    "EpisodeCorpus",
+    "EpisodeLike",
     "EpisodeStore",
     "Fact",
     "FactStatus",
@@ -34,11 +43,21 @@ __all__ = [
     "LocalMiniLM",
     "LongTermMemory",
     "MemoryConfig",
+    "MemoryHit",
     "OpenAIEmbedder",
+    "PoolItem",
+    "RecallWeights",
+    "ScoredEpisode",
     "ScoredFact",
+    "SearchTier",
     "Tier",
     "default_embedder",
+    "fuse",
     "lexical_tokens",
     "local_minilm",
+    "question_windows",
+    "rank",
+    "session_date",
+    "session_time",
     "token_counter",
 ]

@@ -108,6 +108,51 @@ class EpisodeStore:
         if self._sync:
             os.fsync(self._fd)
 
+    async def prune(self, *, before: float | None = None, keep: int | None = None) -> list[Episode]:
+        """Delete the episodes said before ``before`` and, beyond the newest ``keep``, the
+        oldest ones (retention settings; adjudication never calls this). The file is
+        rewritten (a new file, synced, renamed over the old one): a kill leaves either the
+        old file or the new. Returns the episodes deleted."""
+        ordered = sorted(self._by_id.values(), key=lambda e: (e.at, e.session_id, e.seq))
+        cut = 0
+        if before is not None:
+            while cut < len(ordered) and ordered[cut].at < before:
+                cut += 1
+        if keep is not None:
+            cut = max(cut, len(ordered) - keep)
+        if cut <= 0:
+            return []
+        gone, kept = ordered[:cut], ordered[cut:]
+        kept_ids = {e.id for e in kept}
+        lines = b"".join(_encode(e) + b"\n" for e in self if e.id in kept_ids)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._replace, lines)
+        for episode in gone:
+            del self._by_id[episode.id]
+            session = self._by_session[episode.session_id]
+            session.remove(episode)
+            if not session:
+                del self._by_session[episode.session_id]
+        return gone
+
+    def _replace(self, data: bytes) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with open(temporary, "wb") as out:
+            out.write(data)
+            out.flush()
+            if self._sync:
+                os.fsync(out.fileno())
+        os.replace(temporary, self.path)
+        if self._sync and hasattr(os, "O_DIRECTORY"):
+            directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

@@ -8,7 +8,7 @@ chromadb is synchronous, so every call runs in a worker thread.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._types import Fact
 
-__all__ = ["VectorIndex", "open_index"]
+__all__ = ["VectorIndex", "open_index", "pages"]
 
 _log = get_logger(__name__)
 COLLECTION = "facts"
@@ -228,11 +228,13 @@ class VectorIndex:
         return await anyio.to_thread.run_sync(self.versions_sync)
 
     def versions_sync(self) -> dict[str, int]:
-        result: Any = self._collection.get(include=["metadatas"])
-        return {
-            i: int((m or {}).get("version", 0))
-            for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
-        }
+        out: dict[str, int] = {}
+        for result in pages(self._collection, ["metadatas"]):
+            out.update(
+                (i, int((m or {}).get("version", 0)))
+                for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
+            )
+        return out
 
     async def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored embeddings of ``ids`` (those the index has)."""
@@ -261,6 +263,22 @@ class VectorIndex:
         close = getattr(self._client, "close", None)
         if close is not None:
             close()
+
+
+_PAGE = 10_000
+"""Rows read per chromadb ``get``: one unbounded ``get`` of 100,000 rows fails in chromadb
+1.5 ("too many SQL variables"), which made a large memory look corrupt on open."""
+
+
+def pages(collection: Any, include: list[str]) -> Iterator[Any]:
+    """Every row of ``collection``, ``_PAGE`` at a time (blocking)."""
+    offset = 0
+    while True:
+        result: Any = collection.get(include=include, limit=_PAGE, offset=offset)
+        yield result
+        if len(result["ids"]) < _PAGE:
+            return
+        offset += _PAGE
 
 
 def _forget_store(path: Path) -> None:

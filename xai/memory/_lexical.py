@@ -17,7 +17,7 @@ import functools
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -206,7 +206,14 @@ class LexicalIndex:
         ``keep``), best first."""
         if not self._row or n <= 0:
             return []
-        scores = self.scores(query)
+        return self.top_of(self.scores(query), n, keep=keep)
+
+    def top_of(
+        self, scores: np.ndarray, n: int, *, keep: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """``top`` over scores already computed by ``scores``."""
+        if not self._row or n <= 0:
+            return []
         hit = np.flatnonzero(scores)
         if keep is None and len(hit) > n:  # only the best n need ordering
             hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
@@ -218,6 +225,15 @@ class LexicalIndex:
                 out.append((doc_id, float(scores[row])))
                 if len(out) == n:
                     break
+        return out
+
+    def pick(self, scores: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        """The entries of ``scores`` (from ``scores``) for ``ids``; 0 for an id not held."""
+        rows = [self._row.get(i, -1) for i in ids]
+        out = np.zeros(len(rows), dtype=np.float32)
+        held = np.array([r >= 0 for r in rows], dtype=bool)
+        if held.any():
+            out[held] = scores[np.array(rows)[held]]
         return out
 
     @classmethod

@@ -15,17 +15,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
-import numpy as np
+import msgspec
 
 from xai.logs import get_logger
 from xai.memory._adjudication import Adjudication
 from xai.memory._embeddings import Embedder, local_minilm
+from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._index import VectorIndex, open_index
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
 from xai.memory._maintenance import Maintenance
-from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, ScoredFact, Tier
+from xai.memory._prefix import PrefixOrder, compose_prefix
+from xai.memory._search import SearchTier, search_hits
+from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
 from xai.messages import Episode
 from xai.providers import Provider
 
@@ -34,11 +37,7 @@ __all__ = ["LongTermMemory"]
 _log = get_logger(__name__)
 
 
-def _z(values: np.ndarray) -> np.ndarray:
-    """Scores on one scale: distance from their mean in standard deviations."""
-    values = np.nan_to_num(values)
-    spread = float(values.std()) or 1.0
-    return np.asarray((values - values.mean()) / spread)
+_DAY = 86_400.0
 
 
 class LongTermMemory(Adjudication, Maintenance):
@@ -66,7 +65,9 @@ class LongTermMemory(Adjudication, Maintenance):
         self._lock: anyio.Lock | None = None
         self._pending = None
         self._lexical: LexicalIndex | None = None
+        self._order: PrefixOrder | None = None
         self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
+        self._episode_index: EpisodeIndex | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -76,6 +77,7 @@ class LongTermMemory(Adjudication, Maintenance):
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
+        self._order = None
         self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
         self._index, indexed = await anyio.to_thread.run_sync(
             open_index, self.directory / "index", self.embedder
@@ -85,6 +87,11 @@ class LongTermMemory(Adjudication, Maintenance):
             self._lock = anyio.Lock()
             self._lexical = None  # rebuilt from this state on the next search
             await self._reconcile(indexed)
+            self._episode_index = await anyio.to_thread.run_sync(
+                EpisodeIndex, self.directory / "index", self.embedder
+            )
+            await self._prune_episodes()
+            await self._episode_index.repair(list(self._episodes))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close()
@@ -92,6 +99,9 @@ class LongTermMemory(Adjudication, Maintenance):
 
     async def close(self) -> None:
         self._episodes.close()
+        if self._episode_index is not None:
+            episode_index, self._episode_index = self._episode_index, None
+            await anyio.to_thread.run_sync(episode_index.close)
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
@@ -142,8 +152,28 @@ class LongTermMemory(Adjudication, Maintenance):
         return self._episodes
 
     async def record_episodes(self, episodes: Sequence[Episode]) -> int:
-        """Keep episodes not known yet (by id); on disk when this returns. How many were new."""
-        return len(await self._episodes.record(episodes))
+        """Keep episodes not known yet (by id); on disk when this returns, and searchable:
+        the next search embeds them first. How many were new."""
+        fresh = await self._episodes.record(episodes)
+        if self._episode_index is not None:
+            self._episode_index.add(fresh)  # embedded by the next search (or index_episodes)
+            await self._prune_episodes()
+        return len(fresh)
+
+    async def index_episodes(self) -> None:
+        """Embed and index the episodes recorded since (``search`` does it first anyway)."""
+        if self._episode_index is not None:
+            await self._episode_index.flush()
+
+    async def _prune_episodes(self) -> None:
+        """Apply the retention settings (``episode_retention_days``, ``max_episodes``)."""
+        days, cap = self.config.episode_retention_days, self.config.max_episodes
+        if days is None and cap is None:
+            return
+        before = self.clock() - days * _DAY if days is not None else None
+        gone = await self._episodes.prune(before=before, keep=cap)
+        if gone and self._episode_index is not None:
+            await self._episode_index.remove([e.id for e in gone])
 
     def as_of(self, at: float, *, tier: Tier | None = None) -> list[Fact]:
         """The facts that held at ``at`` (``valid_from <= at < valid_to``), active or since
@@ -162,40 +192,23 @@ class LongTermMemory(Adjudication, Maintenance):
         return Ledger.read_path(self.directory / "ledger.jsonl")
 
     async def search(
-        self, query: str, k: int = 5, *, tiers: Sequence[str] | None = None
-    ) -> list[ScoredFact]:
-        """The ``k`` active facts that best match ``query``: by meaning (cosine similarity)
-        and by words (BM25), fused as ``MemoryConfig.lexical_weight`` says. Each hit's
-        score is its cosine similarity."""
+        self, query: str, k: int = 5, *, tiers: Sequence[SearchTier] | None = None
+    ) -> list[MemoryHit]:
+        """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
+        dense and BM25 candidates with their session neighbours, fused with date, speaker,
+        neighbour and session cues). ``tiers`` limits them to facts of those tiers and, with
+        ``"episodes"``, episodes. Each hit's score is its cosine similarity."""
         index = self._require_index()
-        weight = self.config.lexical_weight
-        facts = self._state.facts
-
-        def wanted(fact_id: str) -> bool:
-            # The state, not chromadb, is the truth: during an adjudication batch the index
-            # still holds facts just retired (or re-tiered) until the batch ends.
-            fact = facts.get(fact_id)
-            return (
-                fact is not None and fact.status == "active" and (not tiers or fact.tier in tiers)
-            )
-
-        if weight <= 0 or k <= 0:
-            (vector,) = await self.embedder.embed([query])
-            hits = await index.nearest(vector, k, tiers=tiers)
-            return [ScoredFact(facts[i], s) for i, s in hits if wanted(i)]
-        depth = max(4 * k, 40)
-        lexicon = await self._lexicon()
-        lexical = dict(lexicon.top(query, depth, keep=wanted if tiers else None))
-        (vector,) = await self.embedder.embed([query])
-        dense = await index.nearest_and(vector, depth, list(lexical), tiers=tiers)
-        ids = [i for i in dense if wanted(i)]
-        if not ids:
+        if k <= 0:
             return []
-        cosine = np.array([dense[i] for i in ids], dtype=np.float32)
-        words = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float32)
-        fused = weight * _z(words) + (1 - weight) * _z(cosine)
-        order = np.argsort(-fused, kind="stable")[:k]
-        return [ScoredFact(facts[ids[i]], float(cosine[i])) for i in order]
+        weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
+        await self.index_episodes()
+        (vector,) = await self.embedder.embed([query])
+        return await search_hits(
+            query, vector, k, facts=self._state.facts, index=index,
+            lexicon=await self._lexicon(), episodes=self._episodes,
+            episode_index=self._episode_index, tiers=tiers, weights=weights,
+        )  # fmt: skip
 
     async def _lexicon(self) -> LexicalIndex:
         """The BM25 index of the active facts, built (in a worker thread) on first use.
@@ -213,15 +226,15 @@ class LongTermMemory(Adjudication, Maintenance):
         return self._lexical
 
     async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
-        """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), in budget.
-
-        Each tier is ordered by relevance (cosine similarity to the purpose),
-        then recurrence, then strength; without a purpose, by recurrence then
-        strength. Superseded facts never appear.
-        """
+        """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), dated,
+        grouped by topic, in budget (``_prefix`` says the order). Superseded facts never
+        appear; with a purpose, L1 facts less relevant than ``prefix_min_relevance`` neither."""
         budget = budget_tokens if budget_tokens is not None else self.config.prefix_tokens
-        active = [f for f in self._state.facts.values() if f.status == "active"]
-        if not active or budget <= 0:
+        if budget <= 0:
+            return ""
+        if self._order is None:
+            self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
+        if not self._order.tiers["L1"] and not self._order.tiers["L2"]:
             return ""
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
@@ -229,37 +242,10 @@ class LongTermMemory(Adjudication, Maintenance):
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
         now = self.clock()
-
-        def rank(f: Fact) -> tuple[float, float, float]:
-            return (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now))
-
-        stable = sorted((f for f in active if f.tier == "L2"), key=rank, reverse=True)
-        tentative = sorted(
-            (
-                f
-                for f in active
-                if f.tier == "L1"
-                and (not relevance or relevance.get(f.id, -1.0) >= self.config.prefix_min_relevance)
-            ),
-            key=rank,
-            reverse=True,
-        )
-        lines: list[str] = []
-        used = 0
-        for title, group in (
-            ("Stable facts:", stable),
-            ("Tentative (may be outdated):", tentative),
-        ):
-            chosen: list[str] = []
-            for fact in group:
-                line = f"- {fact.text}"
-                cost = len(line) // 4 + 1 + (len(title) // 4 + 1 if not chosen else 0)
-                if used + cost > budget:
-                    break
-                chosen.append(line)
-                used += cost
-            if chosen:
-                lines.append(title)
-                lines.extend(chosen)
-        _log.debug("memory.prefix", facts=sum(line[:2] == "- " for line in lines), tokens=used)
-        return "\n".join(lines)
+        text, used, shown = compose_prefix(
+            self._order, self._state.facts, relevance,
+            lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
+            self.config.prefix_min_relevance, budget,
+        )  # fmt: skip
+        _log.debug("memory.prefix", facts=shown, tokens=used)
+        return text

@@ -7,7 +7,8 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.exceptions import ConfigurationError
-from xai.messages import CandidateKind, DecisionKind, MemoryCandidate
+from xai.memory._recall import RecallWeights
+from xai.messages import CandidateKind, DecisionKind, Episode, MemoryCandidate
 
 __all__ = [
     "Decision",
@@ -15,6 +16,8 @@ __all__ = [
     "Fact",
     "FactStatus",
     "MemoryConfig",
+    "MemoryHit",
+    "ScoredEpisode",
     "ScoredFact",
     "Tier",
 ]
@@ -64,10 +67,24 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
         return self.valid_from <= at and (self.valid_to is None or at < self.valid_to)
 
 
-class ScoredFact(msgspec.Struct, frozen=True):
+class ScoredFact(msgspec.Struct, frozen=True, tag_field="kind", tag="fact"):
+    """A fact ``search`` found (``kind`` is ``"fact"`` on the wire)."""
+
     fact: Fact
     score: float
-    """Cosine similarity to the query (1 = same direction)."""
+    """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
+
+
+class ScoredEpisode(msgspec.Struct, frozen=True, tag_field="kind", tag="episode"):
+    """Something said in a Session that ``search`` found (``kind`` is ``"episode"``)."""
+
+    episode: Episode
+    score: float
+    """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
+
+
+MemoryHit: TypeAlias = ScoredFact | ScoredEpisode
+"""One ``search`` result: dispatch on it with ``isinstance`` and ``assert_never``."""
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,9 +139,17 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     prefix_candidates: int = 40
     prefix_min_relevance: float = 0.2
     """With a purpose, tentative (L1) facts less similar to it than this are left out."""
-    lexical_weight: float = 0.3
+    lexical_weight: float = 0.5
     """``search`` ranks by this share of BM25 (words) and the rest of cosine similarity
-    (meaning), each z-normalised over the candidates; 0: by cosine alone."""
+    (meaning), each z-normalised over the candidates, before the cues of ``recall``; 0:
+    by cosine alone. (It overrides ``recall.lexical``; 0.5 was chosen on LoCoMo 0-4.)"""
+    recall: RecallWeights = RecallWeights()
+    """The retrieval's candidate depth and cue weights (``xai.memory.RecallWeights``)."""
+    episode_retention_days: float | None = None
+    """Episodes said longer ago than this are deleted, oldest first (None: kept forever).
+    Adjudication never deletes an episode; only this and ``max_episodes`` do."""
+    max_episodes: int | None = None
+    """At most this many episodes are kept; the oldest go first (None: no cap)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.novel_similarity <= self.duplicate_similarity <= 1:
@@ -138,5 +163,9 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
             )
         if not 0 <= self.lexical_weight <= 1:
             raise ConfigurationError(f"lexical_weight must be in [0, 1], got {self.lexical_weight}")
+        if self.episode_retention_days is not None and self.episode_retention_days <= 0:
+            raise ConfigurationError("episode_retention_days must be positive (or None)")
+        if self.max_episodes is not None and self.max_episodes < 0:
+            raise ConfigurationError("max_episodes must be at least 0 (or None)")
         if self.promote_after_sessions < 1:
             raise ConfigurationError("promote_after_sessions must be at least 1")

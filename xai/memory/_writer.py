@@ -20,6 +20,7 @@ from xai.memory._embeddings import Embedder
 from xai.memory._index import VectorIndex
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
+from xai.memory._prefix import PrefixOrder
 from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig
 from xai.messages import MemoryCandidate
 from xai.providers import Provider
@@ -72,6 +73,8 @@ class MemoryWriter:
     _lock: anyio.Lock | None
     _pending: _Pending | None
     _lexical: LexicalIndex | None
+    _order: PrefixOrder | None
+    """The prefix's order of the facts, rebuilt on its next use after a write."""
 
     def _require_lock(self) -> anyio.Lock:
         if self._lock is None:
@@ -120,6 +123,7 @@ class MemoryWriter:
             )
         if candidate is not None:
             self._state.decided.add(candidate.id)
+        self._order = None  # the prefix's order is rebuilt on its next use
         for fact in facts:
             self._state.facts[fact.id] = fact
             if self._lexical is not None:

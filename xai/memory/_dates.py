@@ -1,4 +1,4 @@
-"""Dates in session headers and in questions, for retrieval's time cues.
+"""Dates in session headers and in queries, for retrieval's time cues.
 
 LoCoMo dates sessions like ``1:56 pm on 8 May, 2023``; LongMemEval like
 ``2023/05/20 (Sat) 02:21``. Questions name days (``on 3 June, 2023``,
@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from typing import Literal, NamedTuple
 
-__all__ = ["DateWindow", "question_windows", "session_date"]
+__all__ = ["DateWindow", "day_of", "question_windows", "session_date", "session_time"]
 
 _MONTHS = [
     "january",
@@ -63,6 +63,32 @@ def session_date(text: str) -> dt.date | None:
     if match := _NUMERIC.search(text):
         return _date(match[1], int(match[2]), match[3])
     return None
+
+
+_CLOCK = re.compile(r"\b(\d{1,2}):(\d{2})\s*(am|pm)?\b", re.I)
+
+
+def session_time(text: str) -> float | None:
+    """Seconds since the epoch (UTC) of a session header such as ``1:56 pm on 8 May, 2023``
+    or ``2023/05/20 (Sat) 02:21``; the day's midnight when no clock time is given."""
+    day = session_date(text)
+    if day is None:
+        return None
+    hours = minutes = 0
+    rest = _NUMERIC.sub(" ", text)
+    if match := _CLOCK.search(rest):
+        hours, minutes = int(match[1]) % 24, int(match[2]) % 60
+        if match[3] and match[3].lower() == "pm" and hours < 12:
+            hours += 12
+        elif match[3] and match[3].lower() == "am" and hours == 12:
+            hours = 0
+    moment = dt.datetime(day.year, day.month, day.day, hours, minutes, tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+def day_of(at: float) -> dt.date:
+    """The calendar day (UTC) of a moment in seconds since the epoch."""
+    return dt.datetime.fromtimestamp(at, dt.UTC).date()
 
 
 class DateWindow(NamedTuple):

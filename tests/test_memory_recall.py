@@ -1,0 +1,139 @@
+"""The library's retrieval: the fusion's cues over a candidate pool, and the episode corpus."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+import numpy as np
+import pytest
+
+from xai.memory import EpisodeCorpus, PoolItem, RecallWeights, fuse, local_minilm, rank
+from xai.memory._recall import named_speaker
+
+WEIGHTS = RecallWeights()
+pytestmark = pytest.mark.anyio
+
+
+def _at(day: str) -> float:
+    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC).timestamp()
+
+
+def _episode(
+    id: str,
+    session: str,
+    seq: int,
+    *,
+    dense: float = 0.2,
+    lexical: float = 0.0,
+    speaker: str = "Ana",
+    text: str = "something",
+    at: float = 0.0,
+) -> PoolItem:
+    return PoolItem(
+        id=id,
+        kind="episode",
+        dense=dense,
+        lexical=lexical,
+        session_id=session,
+        seq=seq,
+        speaker=speaker,
+        text=text,
+        at=at,
+    )
+
+
+def _filler(n: int = 12) -> list[PoolItem]:
+    """Unrelated episodes in sessions of their own, so the pool has a spread."""
+    return [_episode(f"x{i}", f"sx{i}", 0, dense=0.1 + 0.01 * i) for i in range(n)]
+
+
+def _best(query: str, pool: list[PoolItem], weights: RecallWeights = WEIGHTS) -> str:
+    return rank(query, pool, weights, 1)[0][0].id
+
+
+def test_a_date_in_the_query_lifts_the_episodes_said_that_day() -> None:
+    may = _episode("may", "s1", 0, dense=0.50, at=_at("2023-05-08T13:00:00"))
+    june = _episode("june", "s2", 0, dense=0.52, at=_at("2023-06-20T13:00:00"))
+    pool = [may, june, *_filler()]
+    assert _best("What did Ana paint?", pool) == "june"
+    assert _best("What did Ana paint on 8 May, 2023?", pool) == "may"
+    assert _best("What did Ana paint in May 2023?", pool) == "may"
+    # by the episode's time, not by any header text
+    assert _best("What did Ana paint on 8 May, 2023?", [msgspec.structs.replace(may, at=_at("2023-07-30T00:00:00")), june, *_filler()]) == "june"  # fmt: skip
+
+
+def test_the_one_speaker_the_query_names_is_favoured() -> None:
+    ana = _episode("ana", "s1", 0, dense=0.50, speaker="Ana")
+    ben = _episode("ben", "s2", 0, dense=0.52, speaker="Ben")
+    pool = [ana, ben, *_filler()]
+    assert _best("What does the dog eat?", pool) == "ben"
+    assert _best("What does Ana's dog eat?", pool) == "ana"
+    assert _best("What do Ana and Ben's dogs eat?", pool) == "ben"  # two named: no cue
+
+
+def test_a_question_about_what_you_said_names_the_assistant() -> None:
+    speakers = {"user", "assistant"}
+    assert named_speaker("What did you recommend last time?", speakers) == "assistant"
+    assert named_speaker("Can you tell me where I parked?", speakers) is None
+    assert named_speaker("What did Ana say?", {"Ana", "assistant"}) == "Ana"
+
+
+def test_an_episode_is_lifted_by_its_neighbours_in_the_session() -> None:
+    alone = _episode("alone", "s1", 0, dense=0.50)
+    answer = _episode("answer", "s2", 5, dense=0.49)
+    question = _episode("question", "s2", 4, dense=0.45)
+    pool = [alone, answer, question, *_filler()]
+    assert _best("q", pool) == "answer"
+    assert _best("q", pool, msgspec.structs.replace(WEIGHTS, neighbours=(), session=0)) == "alone"
+    far = msgspec.structs.replace(question, seq=1)  # not a neighbour: no lift
+    assert _best("q", [alone, answer, far, *_filler()], msgspec.structs.replace(WEIGHTS, session=0)) == "alone"  # fmt: skip
+
+
+def test_the_sessions_holding_the_best_episodes_are_boosted() -> None:
+    top = _episode("top", "s1", 0, dense=0.9)
+    same_session = _episode("same", "s1", 10, dense=0.3)
+    second = _episode("second", "s2", 0, dense=0.6)
+    other = _episode("other", "s9", 0, dense=0.32)
+    pool = [top, same_session, other, second, *_filler()]
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, WEIGHTS), strict=True))
+    assert scores["same"] > scores["other"]
+    plain = fuse("q", pool, msgspec.structs.replace(WEIGHTS, session=0))
+    assert plain[1] < plain[2]
+
+
+def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -> None:
+    fact = PoolItem(id="f", kind="fact", dense=0.6, lexical=2.0, text="Ana paints")
+    episode = _episode("e", "s1", 0, dense=0.4, at=_at("2023-05-08T00:00:00"))
+    pool = [fact, episode, *_filler()]
+    assert _best("What does Ana paint?", pool) == "f"
+    scores = fuse("What did Ana paint on 8 May 2023?", pool, WEIGHTS)
+    assert scores[1] > scores[0]  # the date lifts the episode, not the fact
+
+
+async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -> None:
+    class Turn(msgspec.Struct, frozen=True):
+        id: str
+        session_id: str
+        seq: int
+        speaker: str
+        text: str
+        at: float
+
+    turns = [
+        Turn("a0", "a", 0, "Ana", "Good morning!", 0.0),
+        Turn("a1", "a", 1, "Ben", "How was the weekend?", 1.0),
+        Turn("a2", "a", 2, "Ana", "I adopted a beagle called Toby.", 2.0),
+        Turn("a3", "a", 3, "Ben", "Lovely!", 3.0),
+        Turn("a4", "a", 4, "Ana", "Bye.", 4.0),
+        Turn("b0", "b", 0, "Ben", "Work is busy.", 5.0),
+    ]
+    embedder = local_minilm()
+    corpus = EpisodeCorpus()
+    corpus.add(turns, await embedder.embed([f"{t.speaker}: {t.text}" for t in turns]))
+    (vector,) = await embedder.embed(["What is the name of Ana's dog?"])
+    weights = msgspec.structs.replace(WEIGHTS, depth=1, span=1)
+    pool = corpus.pool("beagle", np.asarray(vector), weights)
+    assert {"a1", "a2", "a3"} <= {p.id for p in pool} and len(pool) <= 6
+    corpus.discard("a2")
+    assert "a2" not in corpus and [t.id for t in corpus.sessions["a"]] == ["a0", "a1", "a3", "a4"]

@@ -1,0 +1,172 @@
+"""The episodes' indexes: a chromadb collection (cosine HNSW, on disk) and the in-memory corpus.
+
+Derived data, like the facts' index: ``episodes.jsonl`` is the truth, and
+``repair`` makes the collection hold exactly the stored episodes (embedding
+those it lacks, deleting those it should not have) when the memory opens.
+The collection lives beside the facts' collection in ``index/``. chromadb is
+synchronous, so every call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from xai.exceptions import ConfigurationError
+from xai.logs import get_logger
+from xai.memory._corpus import EpisodeCorpus
+from xai.memory._embeddings import Embedder
+from xai.memory._index import pages
+from xai.memory._recall import EpisodeLike
+
+__all__ = ["COLLECTION", "EpisodeIndex", "embedding_text"]
+
+_log = get_logger(__name__)
+COLLECTION = "episodes"
+_CHUNK = 2_000
+"""Episodes written to (or read from) chromadb per call."""
+
+
+def embedding_text(episode: EpisodeLike) -> str:
+    """What is embedded of an episode: ``speaker: text`` (who said it matters)."""
+    return f"{episode.speaker}: {episode.text}"
+
+
+class EpisodeIndex:
+    """Nearest episodes by meaning (chromadb) and everything else a query needs (the corpus)."""
+
+    def __init__(self, path: Path, embedder: Embedder) -> None:
+        """Blocking: call it in a worker thread."""
+        import chromadb
+        from chromadb.config import Settings
+
+        self.embedder = embedder
+        self.corpus = EpisodeCorpus()
+        self._backlog: dict[str, EpisodeLike] = {}
+        self._lock: anyio.Lock | None = None
+        """Episodes whose indexing was cancelled while they were embedded."""
+        path.mkdir(parents=True, exist_ok=True)
+        self._client = chromadb.PersistentClient(
+            path=str(path), settings=Settings(anonymized_telemetry=False)
+        )
+        self._collection = self._client.get_or_create_collection(
+            COLLECTION,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"embedder": embedder.name},
+        )
+        stored = (self._collection.metadata or {}).get("embedder")
+        if stored is not None and stored != embedder.name:
+            raise ConfigurationError(
+                f"the episodes at {path} were indexed with embeddings {stored!r}, "
+                f"not {embedder.name!r}"
+            )
+
+    async def repair(self, episodes: Sequence[EpisodeLike]) -> None:
+        """Make the collection hold exactly ``episodes`` and load the corpus from it."""
+        wanted = {e.id: e for e in episodes}
+        held = await anyio.to_thread.run_sync(self._ids)
+        extra = [i for i in held if i not in wanted]
+        kept = set(held)
+        if extra:
+            await anyio.to_thread.run_sync(self._delete, extra)
+        have = [wanted[i] for i in held if i in wanted]
+        for start in range(0, len(have), _CHUNK):
+            chunk = have[start : start + _CHUNK]
+            vectors = await anyio.to_thread.run_sync(self._vectors, [e.id for e in chunk])
+            self.corpus.add(chunk, vectors)
+        missing = [e for e in episodes if e.id not in kept]
+        if missing:
+            _log.warning("memory.episodes_index_repaired", episodes=len(missing))
+            self.add(missing)
+            await self.flush()
+
+    def add(self, episodes: Sequence[EpisodeLike]) -> None:
+        """Queue ``episodes`` for indexing: ``flush`` (which every search calls first)
+        embeds and writes them. Recording never waits on the embedder, so a closing
+        Session's hook cannot stall on it."""
+        self._backlog.update((e.id, e) for e in episodes)
+
+    async def flush(self) -> None:
+        """Embed and index the queued episodes, one writer at a time, in one batch
+        (callers arriving meanwhile find their episodes done). Cancelled while embedding,
+        they stay queued; once embedded, the writes finish even if cancelled."""
+        if not self._backlog:
+            return
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            episodes = list(self._backlog.values())
+            if not episodes:
+                return  # an earlier writer took them
+            vectors = await self.embedder.embed([embedding_text(e) for e in episodes])
+            with anyio.CancelScope(shield=True):
+                await self.write(episodes, vectors)
+                for episode in episodes:
+                    self._backlog.pop(episode.id, None)
+
+    async def write(
+        self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        """Index ``episodes`` with their ``vectors`` (already embedded)."""
+        for start in range(0, len(episodes), _CHUNK):
+            chunk = episodes[start : start + _CHUNK]
+            rows = vectors[start : start + _CHUNK]
+            await anyio.to_thread.run_sync(self._upsert, chunk, rows)
+        self.corpus.add(episodes, vectors)
+
+    async def remove(self, ids: Sequence[str]) -> None:
+        for episode_id in ids:
+            self._backlog.pop(episode_id, None)
+        if ids:
+            await anyio.to_thread.run_sync(self._delete, list(ids))
+            for episode_id in ids:
+                self.corpus.discard(episode_id)
+
+    async def nearest(self, vector: Sequence[float], n: int) -> list[str]:
+        """Ids of the ``n`` nearest episodes by cosine similarity."""
+        count = len(self.corpus)
+        if not count or n <= 0:
+            return []
+        query: Any = [list(map(float, vector))]
+
+        def search() -> list[str]:
+            found = self._collection.query(
+                query_embeddings=query, n_results=min(n, count), include=[]
+            )
+            return list(found["ids"][0]) if found["ids"] else []
+
+        return await anyio.to_thread.run_sync(search)
+
+    def _ids(self) -> list[str]:
+        return [i for page in pages(self._collection, []) for i in page["ids"]]
+
+    def _vectors(self, ids: list[str]) -> np.ndarray:
+        found: Any = self._collection.get(ids=ids, include=["embeddings"])
+        by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
+        return np.asarray([by_id[i] for i in ids], dtype=np.float32)
+
+    def _upsert(self, episodes: Sequence[EpisodeLike], vectors: Sequence[Sequence[float]]) -> None:
+        embeddings: Any = [list(map(float, v)) for v in vectors]
+        metadatas: Any = [
+            {"session_id": e.session_id, "seq": e.seq, "speaker": e.speaker, "at": e.at}
+            for e in episodes
+        ]
+        self._collection.upsert(
+            ids=[e.id for e in episodes],
+            embeddings=embeddings,
+            documents=[e.text for e in episodes],
+            metadatas=metadatas,
+        )
+
+    def _delete(self, ids: list[str]) -> None:
+        for start in range(0, len(ids), _CHUNK):
+            self._collection.delete(ids=ids[start : start + _CHUNK])
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,246 @@
+"""The retrieval: dense + lexical candidates over episodes and facts, fused with conversation cues.
+
+One function ranks a *pool* of candidates, never the whole store, so a query
+costs the same at 600 turns and at 100k:
+
+1. **Candidates.** The ``depth`` nearest episodes by meaning (HNSW in the store,
+   or exact over a small in-memory corpus) and the ``depth`` best by words (BM25),
+   the same for facts; then the session neighbours (``seq`` ± ``span``) of every
+   episode candidate, because evidence sits in runs of turns and a reply carries
+   its question's words.
+2. **Base score.** Cosine similarity and BM25, each z-normalised over the pool and
+   mixed ``lexical`` : ``1 - lexical`` (a z-score, not a raw score: the two scales
+   never meet otherwise).
+3. **Cues** (episodes only; each in standard deviations of the pool's scores, so
+   no cue depends on the embedder's or BM25's scale):
+   - neighbours: each episode gains a share of its neighbours' base scores;
+   - speaker: when the query names exactly one known speaker, that speaker's
+     episodes; a query that asks what *you* said favours the assistant's;
+   - dates: a day, month or year the query names lifts episodes said in that
+     window (by ``Episode.at``, not by any header), and a fortnight after a day
+     (people tell of last week's news); "when" questions favour episodes that
+     speak of time;
+   - sessions: the two sessions holding the best episodes, scaled by how clearly
+     they lead (a broad query spread over many sessions is not narrowed to two).
+
+The weights (``RecallWeights``) were chosen on LoCoMo conversations 0-4 only;
+conversations 5-9 are the held-out figures (docs/memory.md, bench/locomo_recall.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, Protocol, TypeAlias
+
+import msgspec
+import numpy as np
+
+from xai.memory._dates import DateWindow, day_of, question_windows
+
+__all__ = [
+    "EpisodeLike",
+    "PoolItem",
+    "RecallWeights",
+    "fuse",
+    "named_speaker",
+    "neighbourhood",
+    "rank",
+]
+
+Kind: TypeAlias = Literal["episode", "fact"]
+
+_TIME_WORDS = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|recently|since|ago|"
+    r"(last|next|this) (week|weekend|month|year|night|morning|summer|winter|spring|fall|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"in (january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)|(19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_DATE_WEIGHT = {"day": 2.0, "month": 1.0, "year": 0.3}
+"""A named day points harder than a month, a month harder than a year."""
+_REQUEST = re.compile(
+    r"\b(can|could|would|will) you\b|\bdo you (know|remember|recall)\b|\bthank you\b", re.I
+)
+_YOU = re.compile(r"\b(you|your|yours|you've|you'd)\b", re.I)
+ASSISTANT = "assistant"
+
+
+class EpisodeLike(Protocol):
+    """What the retrieval reads of an episode (``xai.messages.Episode`` has it all)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def speaker(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def at(self) -> float: ...
+
+
+class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
+    """The fusion's few weights (chosen on LoCoMo conversations 0-4; see the module doc)."""
+
+    depth: int = 50
+    """Candidates taken from each of dense and lexical search, for episodes and for facts."""
+    span: int = 2
+    """Session neighbours added on each side of an episode candidate."""
+    lexical: float = 0.5
+    """Share of BM25 in the base score (the rest is cosine similarity), both z-scored."""
+    neighbours: tuple[float, ...] = (0.3, 0.1)
+    """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
+    speaker: float = 0.5
+    you: float = 1.0
+    """The speaker cue when the query asks what *you* (the assistant) said: a question
+    only the assistant's own episodes can answer. Not fitted (LoCoMo has no assistant)."""
+    time_words: float = 0.6
+    date: float = 1.0
+    session: float = 0.25
+    """Session boost per standard deviation of lead of the best sessions over the third."""
+    session_max: float = 1.5
+    sessions: int = 2
+
+
+class PoolItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One candidate: an episode (with its place in a session) or a fact."""
+
+    id: str
+    kind: Kind
+    dense: float
+    lexical: float
+    session_id: str = ""
+    seq: int = -1
+    speaker: str = ""
+    text: str = ""
+    at: float | None = None
+
+
+def _z(values: np.ndarray) -> np.ndarray:
+    values = np.nan_to_num(values.astype(np.float64))
+    spread = float(values.std()) or 1.0
+    return np.asarray((values - values.mean()) / spread)
+
+
+def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
+    """The one known speaker the query names (a query asking what *you* said names the
+    assistant); None for none or several."""
+    lowered = query.lower()
+    named = {
+        s
+        for s in speakers
+        if s and s != ASSISTANT and re.search(rf"\b{re.escape(s.lower())}\b", lowered)
+    }
+    if len(named) == 1:
+        return named.pop()
+    if not named and _YOU.search(_REQUEST.sub(" ", query)):
+        return ASSISTANT
+    return None
+
+
+def _near_dates(at: Sequence[float | None], windows: Sequence[DateWindow]) -> np.ndarray:
+    out = np.zeros(len(at))
+    if not windows:
+        return out
+    for i, moment in enumerate(at):
+        if moment is not None:
+            day = day_of(moment)
+            out[i] = max(_DATE_WEIGHT[w.precision] * w.weight(day) for w in windows)
+    return out
+
+
+def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.ndarray:
+    """A score for every item of ``pool`` (higher is better)."""
+    n = len(pool)
+    if not n:
+        return np.zeros(0)
+    dense = np.array([p.dense for p in pool])
+    lexical = np.array([p.lexical for p in pool])
+    base = (1 - weights.lexical) * _z(dense) + weights.lexical * _z(lexical)
+    episode = np.array([p.kind == "episode" for p in pool])
+    scores = base.copy()
+    where: dict[tuple[str, int], int] = {
+        (p.session_id, p.seq): i for i, p in enumerate(pool) if p.kind == "episode"
+    }
+    for i, item in enumerate(pool):
+        if item.kind != "episode":
+            continue
+        for distance, share in enumerate(weights.neighbours, start=1):
+            for seq in (item.seq - distance, item.seq + distance):
+                j = where.get((item.session_id, seq))
+                if j is not None:
+                    scores[i] += share * base[j]
+    spread = float(scores.std()) or 1.0
+    speaker = named_speaker(query, {p.speaker for p in pool if p.kind == "episode"})
+    if speaker is not None:
+        weight = weights.you if speaker == ASSISTANT else weights.speaker
+        scores += weight * spread * np.array([p.speaker == speaker for p in pool])
+    if query.lower().lstrip().startswith("when"):
+        talks_of_time = np.array([bool(_TIME_WORDS.search(p.text)) for p in pool]) & episode
+        scores += weights.time_words * spread * talks_of_time
+    windows = question_windows(query)
+    if windows:
+        scores += weights.date * spread * _near_dates([p.at for p in pool], windows) * episode
+    return _boost_sessions(scores, pool, weights)
+
+
+def rank(
+    query: str, pool: Sequence[PoolItem], weights: RecallWeights, k: int
+) -> list[tuple[PoolItem, float]]:
+    """The ``k`` best items of ``pool`` for ``query`` and their fused scores, best first."""
+    scores = fuse(query, pool, weights)
+    order = np.argsort(-scores, kind="stable")[: max(0, k)]
+    return [(pool[i], float(scores[i])) for i in order]
+
+
+def _boost_sessions(
+    scores: np.ndarray, pool: Sequence[PoolItem], weights: RecallWeights
+) -> np.ndarray:
+    best: dict[str, float] = {}
+    for score, item in zip(scores, pool, strict=True):
+        if item.kind == "episode":
+            best[item.session_id] = max(best.get(item.session_id, -np.inf), float(score))
+    if not best or weights.session <= 0:
+        return scores
+    ordered = sorted(best.values(), reverse=True)
+    spread = float(scores.std()) or 1.0
+    lead = (ordered[0] - ordered[min(weights.sessions, len(ordered) - 1)]) / spread
+    boost = min(weights.session_max, weights.session * lead) * spread
+    top = set(sorted(best, key=lambda s: -best[s])[: weights.sessions])
+    return np.asarray(scores + boost * np.array([p.session_id in top for p in pool]))
+
+
+def neighbourhood(
+    seeds: Iterable[EpisodeLike],
+    in_session: Mapping[str, Sequence[EpisodeLike]],
+    span: int,
+) -> list[EpisodeLike]:
+    """Each seed's session neighbours within ``span`` (by position in ``in_session``,
+    which lists a session's episodes in ``seq`` order), seeds first, no repeats."""
+    out: dict[str, EpisodeLike] = {}
+    for seed in seeds:
+        out.setdefault(seed.id, seed)
+    for seed in list(out.values()):
+        session = in_session.get(seed.session_id, ())
+        position = _position(session, seed.seq)
+        if position is None:
+            continue
+        for j in range(max(0, position - span), min(len(session), position + span + 1)):
+            out.setdefault(session[j].id, session[j])
+    return list(out.values())
+
+
+def _position(session: Sequence[EpisodeLike], seq: int) -> int | None:
+    low, high = 0, len(session)
+    while low < high:
+        middle = (low + high) // 2
+        if session[middle].seq < seq:
+            low = middle + 1
+        else:
+            high = middle
+    return low if low < len(session) and session[low].seq == seq else None
