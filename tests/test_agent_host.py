@@ -12,11 +12,11 @@ import pytest
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
-from xai.agent import AgentHost, FakeClock, OpenSession
+from xai.agent import AgentConfig, AgentHost, FakeClock, OpenSession
 from xai.exceptions import ConfigurationError
 from xai.messages import TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
-from xai.session import read_journal
+from xai.session import SessionConfig, read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 from xai.tools import ToolSet
 
@@ -82,7 +82,10 @@ async def test_eviction_never_interrupts_a_running_turn(
         await release.wait()
         return "released"
 
-    host = AgentHost(tmp_path, lambda _: provider, max_agents=1)
+    # No memory extraction after the turn: the Session is idle as soon as its turn is done
+    # (with it, the extraction would keep ada busy for a moment after `send` returns).
+    config = AgentConfig(session=SessionConfig(extract_memory=False))
+    host = AgentHost(tmp_path, lambda _: provider, max_agents=1, config=config)
     async with host, anyio.create_task_group() as group:
         agent = await host.agent("ada")
         agent._tools = ToolSet([*agent._tools, gate])  # a tool for this test's Sessions

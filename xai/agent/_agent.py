@@ -52,7 +52,14 @@ from xai.events import (
 )
 from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.memory import Decision, Embedder, LongTermMemory, MemoryConfig, default_embedder
+from xai.memory import (
+    Decision,
+    Embedder,
+    IndexStore,
+    LongTermMemory,
+    MemoryConfig,
+    default_embedder,
+)
 from xai.messages import (
     CandidateKind,
     MemoryCandidate,
@@ -136,6 +143,10 @@ class Agent:
 
     ``telemetry`` traces every turn of its Sessions as ``invoke_agent {persona name}``,
     their requests and tool calls, adjudication and wake-ups (docs/telemetry.md).
+
+    The memory's indexes open when first needed (a search, a prefix, a decision), in
+    ``index_store`` if given (a store shared by many Agents, or a Chroma server: its
+    collections are named after the Agent's id), else in ``memory/index`` of its own.
     """
 
     def __init__(
@@ -151,6 +162,7 @@ class Agent:
         config: AgentConfig | None = None,
         clock: Clock | None = None,
         telemetry: Telemetry | None = None,
+        index_store: IndexStore | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.telemetry = telemetry
@@ -173,6 +185,9 @@ class Agent:
             config=self.config.memory,
             clock=self.clock.now,
             sync=self.config.sync_ledger,
+            store=index_store,
+            namespace=self.id,
+            lazy_index=True,  # an idle Agent starts no chromadb client
         )
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
         base = tools if isinstance(tools, ToolSet) else ToolSet(tools)

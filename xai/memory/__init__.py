@@ -16,6 +16,7 @@ from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
 from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, fuse, rank
 from xai.memory._search import SearchTier
+from xai.memory._store import IndexStore
 from xai.memory._types import (
     Decision,
     DecisionKind,
@@ -39,6 +40,7 @@ __all__ = [
     "EpisodeStore",
     "Fact",
     "FactStatus",
+    "IndexStore",
     "LexicalIndex",
     "LocalMiniLM",
     "LongTermMemory",

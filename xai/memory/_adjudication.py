@@ -93,6 +93,7 @@ class Adjudication(MemoryWriter):
         todo = list({c.id: c for c in candidates if c.id not in self._state.decided}.values())
         if not todo:
             return []
+        await self._ensure_index()
         vectors = await self.embedder.embed([c.text for c in todo])
         queue = deque(zip(todo, vectors, strict=True))
         answers: dict[str, _Answer] = {}

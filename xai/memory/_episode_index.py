@@ -10,18 +10,17 @@ synchronous, so every call runs in a worker thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 
-from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._corpus import EpisodeCorpus
 from xai.memory._embeddings import Embedder
 from xai.memory._index import pages
 from xai.memory._recall import EpisodeLike
+from xai.memory._store import IndexStore
 
 __all__ = ["COLLECTION", "EpisodeIndex", "embedding_text"]
 
@@ -39,31 +38,18 @@ def embedding_text(episode: EpisodeLike) -> str:
 class EpisodeIndex:
     """Nearest episodes by meaning (chromadb) and everything else a query needs (the corpus)."""
 
-    def __init__(self, path: Path, embedder: Embedder) -> None:
-        """Blocking: call it in a worker thread."""
-        import chromadb
-        from chromadb.config import Settings
-
+    def __init__(self, collection: Any, embedder: Embedder) -> None:
         self.embedder = embedder
         self.corpus = EpisodeCorpus()
         self._backlog: dict[str, EpisodeLike] = {}
-        self._lock: anyio.Lock | None = None
         """Episodes whose indexing was cancelled while they were embedded."""
-        path.mkdir(parents=True, exist_ok=True)
-        self._client = chromadb.PersistentClient(
-            path=str(path), settings=Settings(anonymized_telemetry=False)
-        )
-        self._collection = self._client.get_or_create_collection(
-            COLLECTION,
-            configuration={"hnsw": {"space": "cosine"}},
-            metadata={"embedder": embedder.name},
-        )
-        stored = (self._collection.metadata or {}).get("embedder")
-        if stored is not None and stored != embedder.name:
-            raise ConfigurationError(
-                f"the episodes at {path} were indexed with embeddings {stored!r}, "
-                f"not {embedder.name!r}"
-            )
+        self._lock: anyio.Lock | None = None
+        self._collection = collection
+
+    @classmethod
+    def open(cls, store: IndexStore, name: str, embedder: Embedder) -> EpisodeIndex:
+        """Blocking: call it in a worker thread."""
+        return cls(store.collection(name, embedder, what="episodes' index"), embedder)
 
     async def repair(self, episodes: Sequence[EpisodeLike]) -> None:
         """Make the collection hold exactly ``episodes`` and load the corpus from it."""
@@ -165,8 +151,3 @@ class EpisodeIndex:
     def _delete(self, ids: list[str]) -> None:
         for start in range(0, len(ids), _CHUNK):
             self._collection.delete(ids=ids[start : start + _CHUNK])
-
-    def close(self) -> None:
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()

@@ -18,6 +18,7 @@ import numpy as np
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
+from xai.memory._store import IndexStore
 from xai.memory._types import Fact
 
 __all__ = ["VectorIndex", "open_index", "pages"]
@@ -87,33 +88,10 @@ def _metadata(fact: Fact) -> dict[str, str | int | float | bool]:
 class VectorIndex:
     """Nearest-neighbour search over facts; holds embeddings, ids and a few filterable fields."""
 
-    def __init__(self, path: Path, embedder: Embedder) -> None:
-        import chromadb
-        from chromadb.config import Settings
-
-        self.path = path
+    def __init__(self, collection: Any, embedder: Embedder, *, where: str = "") -> None:
         self.embedder = embedder
-        path.mkdir(parents=True, exist_ok=True)
-        self._client = chromadb.PersistentClient(
-            path=str(path), settings=Settings(anonymized_telemetry=False)
-        )
-        function = _chroma_embedding_function(embedder)
-        options: dict[str, Any] = {"configuration": {"hnsw": {"space": "cosine"}}}
-        if function is not None:
-            options["embedding_function"] = function
-        try:
-            self._collection = self._client.get_or_create_collection(
-                COLLECTION, metadata={"embedder": embedder.name}, **options
-            )
-        except ValueError as exc:  # chromadb: "Embedding function conflict" and the like
-            raise ConfigurationError(
-                f"the memory at {path} cannot be opened with embeddings {embedder.name!r}: {exc}"
-            ) from None
-        stored = (self._collection.metadata or {}).get("embedder")
-        if stored is not None and stored != embedder.name:
-            raise ConfigurationError(
-                f"the memory at {path} was built with embeddings {stored!r}, not {embedder.name!r}"
-            )
+        self.where = where
+        self._collection = collection
 
     async def upsert(self, facts: Sequence[Fact], vectors: Sequence[Sequence[float]]) -> None:
         if not facts:
@@ -257,13 +235,6 @@ class VectorIndex:
     async def count(self) -> int:
         return int(await anyio.to_thread.run_sync(self._collection.count))
 
-    def close(self) -> None:
-        """Release the store (chromadb shares one client per path in a process and stops it
-        when its last user closes)."""
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()
-
 
 _PAGE = 10_000
 """Rows read per chromadb ``get``: one unbounded ``get`` of 100,000 rows fails in chromadb
@@ -293,24 +264,30 @@ def _forget_store(path: Path) -> None:
     counts.pop(str(path), None)
 
 
-def open_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, dict[str, int]]:
-    """Open the index at ``path`` and read what it holds (id -> fact version).
+def open_index(
+    store: IndexStore, name: str, embedder: Embedder, *, own: bool
+) -> tuple[VectorIndex, dict[str, int], IndexStore]:
+    """Open the facts' index ``name`` in ``store`` and read what it holds (id -> version).
 
-    The index is derived from the ledger: a store chromadb cannot read (a corrupt
-    ``chroma.sqlite3``) is set aside as ``index.corrupt`` (replacing an older one) with
-    a warning, and an empty one is made in its place for the caller to refill from the
-    ledger. A ``ConfigurationError`` (a store of other embeddings) is not corruption.
-    Blocking: call it in a worker thread.
+    The index is derived from the ledger. In a memory's own embedded store, a store
+    chromadb cannot read (a corrupt ``chroma.sqlite3``) is set aside as
+    ``<dir>.corrupt`` (replacing an older one) with a warning, and an empty one is made
+    in its place for the caller to refill from the ledger: the store returned is then
+    a new one. A ``ConfigurationError`` (other embeddings) is not corruption, and a
+    store that is not the memory's ``own`` (shared, or a server) is never set aside. Blocking: call it in a worker thread.
     """
-    index: VectorIndex | None = None
+    function = _chroma_embedding_function(embedder)
     try:
-        index = VectorIndex(path, embedder)
-        return index, index.versions_sync()
+        collection = store.collection(name, embedder, embedding_function=function, what="memory")
+        index = VectorIndex(collection, embedder, where=store.where)
+        return index, index.versions_sync(), store
     except ConfigurationError:
         raise
     except Exception as exc:  # chromadb's own errors, sqlite's, a panic in its bindings
-        if index is not None:
-            index.close()
+        path = store.path
+        if path is None or not own:  # a server, or a store shared by many memories
+            raise
+        store.close()
         _forget_store(path)
         aside = path.with_name(f"{path.name}.corrupt")
         shutil.rmtree(aside, ignore_errors=True)
@@ -321,4 +298,6 @@ def open_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, dict[str, i
             set_aside=str(aside),
             error=f"{type(exc).__name__}: {exc}",
         )
-    return VectorIndex(path, embedder), {}
+    fresh = IndexStore.local(path)
+    collection = fresh.collection(name, embedder, embedding_function=function, what="memory")
+    return VectorIndex(collection, embedder, where=fresh.where), {}, fresh

@@ -25,6 +25,7 @@ class Maintenance(MemoryWriter):
 
     async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
         assert self._lock is not None, "the memory is not open"
+        await self._ensure_index()
         async with self._lock, self._batch():
             fact = self._state.facts.get(fact_id)
             if fact is None:
@@ -35,6 +36,7 @@ class Maintenance(MemoryWriter):
     async def maintain(self) -> list[Decision]:
         """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
         assert self._lock is not None, "the memory is not open"
+        await self._ensure_index()
         async with self._lock, self._batch():
             decisions: list[Decision] = []
             now = self.clock()

@@ -10,6 +10,7 @@ that writer; ``LongTermMemory`` puts the three together.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from xai.memory._lexical import LexicalIndex
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
 from xai.memory._search import SearchTier, search_hits
+from xai.memory._store import IndexStore, collection_names
 from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
 from xai.messages import Episode
 from xai.providers import Provider
@@ -52,6 +54,9 @@ class LongTermMemory(Adjudication, Maintenance):
         config: MemoryConfig | None = None,
         clock: Callable[[], float] = time.time,
         sync: bool = True,
+        store: IndexStore | None = None,
+        namespace: str | None = None,
+        lazy_index: bool = False,
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.embedder = embedder if embedder is not None else local_minilm()
@@ -68,46 +73,80 @@ class LongTermMemory(Adjudication, Maintenance):
         self._order: PrefixOrder | None = None
         self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
         self._episode_index: EpisodeIndex | None = None
+        self._shared_store = store
+        """The caller's (shared by many memories, never closed here); None: an own
+        embedded store under ``directory/index``, made when the index is first needed."""
+        self._store: IndexStore | None = None
+        self._names = collection_names(namespace if store is not None else None)
+        self._lazy_index = lazy_index
+        self._opening: anyio.Lock | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def open(self) -> None:
-        """Replay the ledger and make the index agree with it."""
+        """Replay the ledger and the episodes; open the indexes and make them agree with
+        both (with ``lazy_index``, when a search, a prefix or a decision first needs them:
+        a memory nobody asks starts no chromadb client)."""
         await self.close()  # a second open starts afresh
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "ledger.jsonl"
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
         self._order = None
         self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
-        self._index, indexed = await anyio.to_thread.run_sync(
-            open_index, self.directory / "index", self.embedder
-        )
-        try:
-            self._ledger = Ledger(path, sync=self._sync)
-            self._lock = anyio.Lock()
-            self._lexical = None  # rebuilt from this state on the next search
-            await self._reconcile(indexed)
-            self._episode_index = await anyio.to_thread.run_sync(
-                EpisodeIndex, self.directory / "index", self.embedder
-            )
-            await self._prune_episodes()
-            await self._episode_index.repair(list(self._episodes))
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self.close()
-            raise
+        self._ledger = Ledger(path, sync=self._sync)
+        self._lock = anyio.Lock()
+        self._opening = anyio.Lock()
+        self._lexical = None  # rebuilt from this state on the next search
+        if not self._lazy_index:
+            await self._ensure_index()
+
+    async def _ensure_index(self) -> None:
+        """Open the indexes if they are not open yet, and repair them from the truth."""
+        if self._index is not None:
+            return
+        if self._opening is None:
+            raise RuntimeError("the memory is not open: call open() or use `async with`")
+        async with self._opening:
+            if self._indexed():  # by another task meanwhile
+                return
+            store = self._shared_store or IndexStore.local(self.directory / "index")
+            facts, episodes = self._names
+            own = self._shared_store is None
+            try:
+                index, indexed, store = await anyio.to_thread.run_sync(
+                    functools.partial(open_index, store, facts, self.embedder, own=own)
+                )
+                self._store = store
+                episode_index = await anyio.to_thread.run_sync(
+                    EpisodeIndex.open, store, episodes, self.embedder
+                )
+                self._index = index
+                await self._reconcile(indexed)
+                await self._prune_episodes()
+                await episode_index.repair(list(self._episodes))
+                self._episode_index = episode_index
+            except BaseException:
+                self._index = self._episode_index = None
+                with anyio.CancelScope(shield=True):
+                    await self._close_store()
+                raise
+
+    def _indexed(self) -> bool:
+        return self._index is not None
+
+    async def _close_store(self) -> None:
+        store, self._store = self._store, None
+        if store is not None and store is not self._shared_store:
+            await anyio.to_thread.run_sync(store.close)
 
     async def close(self) -> None:
         self._episodes.close()
-        if self._episode_index is not None:
-            episode_index, self._episode_index = self._episode_index, None
-            await anyio.to_thread.run_sync(episode_index.close)
+        self._episode_index = None
+        self._index = None
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
-        if self._index is not None:
-            index, self._index = self._index, None
-            await anyio.to_thread.run_sync(index.close)
+        await self._close_store()
 
     async def __aenter__(self) -> LongTermMemory:
         await self.open()
@@ -162,6 +201,7 @@ class LongTermMemory(Adjudication, Maintenance):
 
     async def index_episodes(self) -> None:
         """Embed and index the episodes recorded since (``search`` does it first anyway)."""
+        await self._ensure_index()
         if self._episode_index is not None:
             await self._episode_index.flush()
 
@@ -198,11 +238,11 @@ class LongTermMemory(Adjudication, Maintenance):
         dense and BM25 candidates with their session neighbours, fused with date, speaker,
         neighbour and session cues). ``tiers`` limits them to facts of those tiers and, with
         ``"episodes"``, episodes. Each hit's score is its cosine similarity."""
+        await self.index_episodes()  # opens the indexes first if they are not open yet
         index = self._require_index()
         if k <= 0:
             return []
         weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
-        await self.index_episodes()
         (vector,) = await self.embedder.embed([query])
         return await search_hits(
             query, vector, k, facts=self._state.facts, index=index,
@@ -239,6 +279,7 @@ class LongTermMemory(Adjudication, Maintenance):
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
             (vector,) = await self.embedder.embed([purpose])
+            await self._ensure_index()
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
         now = self.clock()

@@ -81,6 +81,10 @@ class MemoryWriter:
             raise RuntimeError("the memory is not open: call open() or use `async with`")
         return self._lock
 
+    async def _ensure_index(self) -> None:
+        """Open the indexes if they are not open yet (``LongTermMemory`` does)."""
+        raise NotImplementedError
+
     def _require_index(self) -> VectorIndex:
         if self._index is None:
             raise RuntimeError("the memory is not open: call open() or use `async with`")

@@ -1,0 +1,125 @@
+"""Where the memory's vector indexes live: one chromadb client, many collections.
+
+A memory alone keeps its indexes in its own directory (``IndexStore.local``:
+an embedded chromadb, started when the index is first needed). Many memories
+in one process share one store (an ``AgentHost`` makes one for all its
+Agents), each under its own collection names, so an idle Agent holds no
+chromadb client, threads or files of its own. A cluster puts them on a Chroma
+server (``IndexStore.server``): every host reaches the same collections.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from xai.exceptions import ConfigurationError
+from xai.memory._embeddings import Embedder
+
+__all__ = ["IndexStore", "collection_names"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def collection_names(namespace: str | None) -> tuple[str, str]:
+    """The facts' and the episodes' collection names of one memory in a shared store
+    (``facts`` and ``episodes`` in a store of its own)."""
+    if namespace is None:
+        return "facts", "episodes"
+    safe = _UNSAFE.sub(lambda m: f"_{ord(m.group()):02x}", namespace)
+    return f"xai-{safe}-facts", f"xai-{safe}-episodes"
+
+
+class IndexStore:
+    """A chromadb client made on first use (blocking: call from a worker thread)."""
+
+    def __init__(self, make: Callable[[], Any], *, where: str, path: Path | None = None) -> None:
+        self.where = where
+        """Where it is, for messages: a directory or a server's address."""
+        self.path = path
+        """The directory of an embedded store (None for a server)."""
+        self._make = make
+        self._client: Any = None
+        self._guard = threading.Lock()
+
+    @classmethod
+    def local(cls, path: str | Path) -> IndexStore:
+        """An embedded store on disk (chromadb ``PersistentClient``)."""
+        directory = Path(path).expanduser()
+
+        def make() -> Any:
+            import chromadb
+            from chromadb.config import Settings
+
+            directory.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(
+                path=str(directory), settings=Settings(anonymized_telemetry=False)
+            )
+
+        return cls(make, where=str(directory), path=directory)
+
+    @classmethod
+    def server(
+        cls, host: str, port: int, *, ssl: bool = False, headers: dict[str, str] | None = None
+    ) -> IndexStore:
+        """A Chroma server (``chroma run``), through chromadb's ``HttpClient``."""
+
+        def make() -> Any:
+            import chromadb
+            from chromadb.config import Settings
+
+            return chromadb.HttpClient(
+                host=host,
+                port=port,
+                ssl=ssl,
+                headers=headers,
+                settings=Settings(anonymized_telemetry=False),
+            )
+
+        return cls(make, where=f"{'https' if ssl else 'http'}://{host}:{port}")
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    def client(self) -> Any:
+        with self._guard:
+            if self._client is None:
+                self._client = self._make()
+            return self._client
+
+    def collection(
+        self, name: str, embedder: Embedder, *, embedding_function: Any = None, what: str = "index"
+    ) -> Any:
+        """The cosine-space collection ``name``, made if missing; refused if it was built
+        with other embeddings than ``embedder``."""
+        options: dict[str, Any] = {"configuration": {"hnsw": {"space": "cosine"}}}
+        if embedding_function is not None:
+            options["embedding_function"] = embedding_function
+        try:
+            collection = self.client().get_or_create_collection(
+                name, metadata={"embedder": embedder.name}, **options
+            )
+        except ValueError as exc:  # chromadb: "Embedding function conflict" and the like
+            raise ConfigurationError(
+                f"the {what} {name!r} at {self.where} cannot be opened with embeddings "
+                f"{embedder.name!r}: {exc}"
+            ) from None
+        stored = (collection.metadata or {}).get("embedder")
+        if stored is not None and stored != embedder.name:
+            raise ConfigurationError(
+                f"the {what} {name!r} at {self.where} was built with embeddings {stored!r}, "
+                f"not {embedder.name!r}"
+            )
+        return collection
+
+    def close(self) -> None:
+        """Release the client (chromadb stops an embedded store when its last user closes)."""
+        with self._guard:
+            client, self._client = self._client, None
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
