@@ -7,6 +7,10 @@ OpenAI-wire server.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
@@ -14,19 +18,28 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import msgspec
 import pytest
 from httpx_sse import ServerSentEvent, aconnect_sse
 
+from tests.example_helpers import offline_env
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
-from xai.agent import AgentConfig, AgentHost
+from xai.agent import AgentConfig, AgentHost, SessionStream
 from xai.cli import main
-from xai.events import MemoryDecided, SessionEvent, TextDelta, TurnDone, TurnStarted
-from xai.exceptions import UsageError
+from xai.events import (
+    MemoryDecided,
+    SessionClosed,
+    SessionEvent,
+    TextDelta,
+    TurnDone,
+    TurnStarted,
+)
+from xai.exceptions import EventsExpiredError, UsageError
 from xai.providers import OpenAIProvider
-from xai.serve import LocalBackend, create_app, serve_app
+from xai.serve import LocalBackend, check_bind, create_app, is_loopback, serve_app
 from xai.session import SessionConfig
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
@@ -82,9 +95,7 @@ async def gateway(
             listening.set()
 
         app = create_app(LocalBackend(agents), token=token)
-        group.start_soon(
-            partial(serve_app, app, "127.0.0.1", 0, token=token, ready=ready, stop=stop)
-        )
+        group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
         try:
             async with httpx.AsyncClient(base_url=urls[0], timeout=20) as client:
@@ -307,7 +318,9 @@ async def test_a_token_is_required_when_set_and_beyond_loopback(
     app = create_app(LocalBackend(AgentHost(tmp_path, lambda _: provider)))
     for address in ("0.0.0.0", "192.0.2.1", "example.org"):
         with pytest.raises(UsageError, match="needs a token"):
-            await serve_app(app, address, 0, token=None)  # refused before it binds
+            await serve_app(app, address, 0)  # refused before it binds
+        check_bind(address, "s3cret")  # with a token it may
+    assert all(is_loopback(a) for a in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"))
 
 
 def test_the_cli_refuses_a_public_bind_without_a_token_and_the_ray_flag(
@@ -319,3 +332,69 @@ def test_the_cli_refuses_a_public_bind_without_a_token_and_the_ray_flag(
     assert main(["serve", "--root", str(tmp_path), "--ray", "127.0.0.1:6379"]) == 2
     assert "not available yet" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing started
+
+
+async def test_a_reader_that_falls_behind_the_window_is_told_not_skipped() -> None:
+    stream = SessionStream("s", capacity=3)
+    for n in range(3):
+        stream.add(TurnStarted(turn=n, input=None))
+    reader = stream.since(1)
+    first = await reader.__anext__()
+    assert first.seq == 2
+    for n in range(3):  # the reader is paused at 2: 3 is pushed out of the window
+        stream.add(TurnStarted(turn=n + 3, input=None))
+    with pytest.raises(EventsExpiredError) as caught:
+        await reader.__anext__()
+    assert (caught.value.after, caught.value.first, caught.value.last) == (2, 4, 6)
+    with pytest.raises(EventsExpiredError):
+        stream.check(2)
+    stream.check(3)  # 4..6 are all kept
+    stream.add(SessionClosed(reason="closed"))
+    assert [e.seq for e in [e async for e in stream.since(4)]] == [5, 6, 7]
+    assert stream.closed and not stream.attached
+
+
+@asynccontextmanager
+async def cli_server(root: Path, *args: str) -> AsyncIterator[tuple[str, anyio.abc.Process]]:
+    process = await anyio.open_process(
+        [sys.executable, "-m", "xai", "serve", "--root", str(root), "--port", "0", *args],
+        env=offline_env(),
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        text = ""
+        with anyio.fail_after(60):  # the start of a child process on a loaded machine
+            while "listening at http://" not in text or not text.endswith("\n"):
+                text += (await process.stderr.receive()).decode()
+        yield text.rsplit("listening at ", 1)[1].split()[0], process
+    finally:
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(ProcessLookupError):  # ended already
+                process.kill()
+            await process.wait()
+            await process.aclose()
+
+
+async def test_the_xai_serve_command_serves_the_offline_model_and_stops_cleanly(
+    tmp_path: Path,
+) -> None:
+    async with (
+        cli_server(tmp_path / "agents") as (url, process),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        assert url.startswith("http://127.0.0.1:")
+        session = await open_session(client, "fern")
+        path = f"/agents/fern/sessions/{session}"
+        for text in ("Hi, I'm Ada", "What's the weather in Paris and Tokyo?"):
+            assert (await client.post(path + "/messages", json={"text": text})).status_code == 202
+        with anyio.fail_after(50):
+            events = await read(client, path + "/events", turns_done(2))
+        assert kinds(events).count("tool_call_finished") == 2  # get_weather, twice
+        first = next(msgspec.json.decode(e.data) for e in events if e.event == "turn_done")
+        assert first["event"]["outcome"]["text"] == "Nice to meet you, Ada!"
+        process.send_signal(signal.SIGINT)  # it stops serving; the host closes its Agents
+        with anyio.fail_after(60):
+            assert await process.wait() == 0
+    journal = tmp_path / "agents" / "fern" / "sessions" / session / "journal.jsonl"
+    assert b'"kind":"closed"' in journal.read_bytes()

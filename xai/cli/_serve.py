@@ -91,9 +91,7 @@ async def _serve(
         # Ctrl-C or SIGTERM: stop serving, then the host closes its Agents (their Sessions'
         # memory adjudicated) before the process ends.
         group.start_soon(_stop_on_signal, stop)
-        await serve_app(
-            create_app(backend, token=token), host, port, token=token, ready=ready, stop=stop
-        )
+        await serve_app(create_app(backend, token=token), host, port, ready=ready, stop=stop)
         group.cancel_scope.cancel()
     return 0
 

@@ -158,7 +158,8 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     manager that gives one: entered for the app's lifespan).
 
     With ``token``, every request must carry ``Authorization: Bearer <token>`` (401
-    otherwise). Binding a non-loopback address without one is refused by ``serve``."""
+    otherwise); ``serve_app`` refuses to bind beyond loopback an app made without one
+    (it reads ``app.state.token``)."""
     state: dict[str, Backend] = {}
 
     @asynccontextmanager
@@ -236,7 +237,7 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         return _json(await host.facts(request.path_params["agent_id"]))
 
     session = "/agents/{agent_id}/sessions/{session_id}"
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/agents/{agent_id}/sessions", route(open_session), methods=["POST"]),
             Route(session + "/messages", route(send), methods=["POST"]),
@@ -246,3 +247,5 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         ],
         lifespan=lifespan,
     )
+    app.state.token = token
+    return app

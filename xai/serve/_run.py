@@ -41,16 +41,15 @@ async def serve_app(
     host: str,
     port: int,
     *,
-    token: str | None,
     ready: Callable[[str], None] | None = None,
     stop: anyio.Event | None = None,
 ) -> None:
     """Serve ``app`` at ``http://host:port`` until ``stop`` is set or the caller is
     cancelled; ``ready`` gets the URL once the socket listens (port 0: a free one).
-    ``token`` only feeds the bind check: the app enforces it (``create_app``)."""
+    Beyond loopback the app must have a token (``create_app(..., token=...)``)."""
     import uvicorn
 
-    check_bind(host, token)
+    check_bind(host, getattr(app.state, "token", None))
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
