@@ -4,16 +4,23 @@ A Session numbers its events from 1 each time it starts (a suspended Agent's
 Sessions start again when the host reopens it), and keeps none once published.
 The host keeps, per Session it streams, the last ``capacity`` events under its
 own sequence numbers, which go on counting across suspends and reopens. A reader
-says after which number it wants to go on (``0``: from the first) and gets every
-later event exactly once, in order; it is refused with ``EventsExpiredError``
-when the events it asks for are no longer kept, never given a silent gap.
+says after which number it wants to go on (``0``: from the stream's first event)
+and gets every later event exactly once, in order; it is refused with
+``EventsExpiredError`` when the events it asks for are no longer kept, never given
+a silent gap.
 
-The window lives in memory: a host that restarts (a new process) numbers from 1
-again, and a reader that asks for a number past the end is refused too.
+The numbers are consecutive, and the first is not 1: a stream starts after the
+wall clock in microseconds when it was made (``start``). The window lives in
+memory, so a host that restarts makes a new stream, and its numbers start past
+any the old one could have reached (it would have needed more than one event per
+microsecond): a number a reader kept from before the restart is below the new
+window, refused, never taken for one of the new stream's. (Numbers stay below
+2**53: exact in JavaScript too.)
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
@@ -32,13 +39,26 @@ DEFAULT_REPLAY_EVENTS = 4096
 class SessionStream:
     """The replay buffer of one Session; ``attach`` it to each running incarnation."""
 
-    __slots__ = ("_events", "_stop", "_waiter", "capacity", "closed", "seq", "session_id")
+    __slots__ = (
+        "_events",
+        "_stop",
+        "_waiter",
+        "capacity",
+        "closed",
+        "seq",
+        "session_id",
+        "start",
+    )
 
-    def __init__(self, session_id: str, capacity: int = DEFAULT_REPLAY_EVENTS) -> None:
+    def __init__(
+        self, session_id: str, capacity: int = DEFAULT_REPLAY_EVENTS, *, start: int | None = None
+    ) -> None:
         self.session_id = session_id
         self.capacity = capacity
-        self.seq = 0
-        """The number of the last event kept (0: none yet)."""
+        self.start = time.time_ns() // 1000 if start is None else start
+        """The number before the stream's first event (``after=0`` means after it)."""
+        self.seq = self.start
+        """The number of the last event (``start``: none yet)."""
         self.closed = False
         """The Session's ``session_closed`` event is in the stream: no more will come."""
         self._events: deque[SessionEvent] = deque(maxlen=capacity)
@@ -82,10 +102,13 @@ class SessionStream:
         """The number of the oldest event kept (``seq + 1`` when none is)."""
         return self._events[0].seq if self._events else self.seq + 1
 
-    def check(self, after: int) -> None:
-        """Raise ``EventsExpiredError`` unless every event after ``after`` is kept."""
-        if after < 0 or after > self.seq or after < self.first - 1:
+    def check(self, after: int) -> int:
+        """``after`` as a number of this stream (``0``: ``start``); ``EventsExpiredError``
+        unless every event after it is kept."""
+        position = self.start if after == 0 else after
+        if position < self.first - 1 or position > self.seq:
             raise EventsExpiredError(self.session_id, after, first=self.first, last=self.seq)
+        return position
 
     async def since(self, after: int) -> AsyncIterator[SessionEvent]:
         """Every event numbered above ``after``, then each new one, until the Session closes.
@@ -93,7 +116,7 @@ class SessionStream:
         Raises ``EventsExpiredError`` at once when the window no longer holds
         ``after + 1``, and later if the reader falls so far behind that it would miss one.
         """
-        self.check(after)
+        after = self.check(after)
         while True:
             if after < self.seq:
                 self.check(after)
