@@ -306,6 +306,11 @@ async def test_bad_input_is_a_400_and_an_unknown_session_a_404_with_a_json_reaso
             await client.delete("/agents/ada/sessions/nope"),
         ):
             assert response.status_code == 404 and response.json()["type"] == "not_found"
+        elsewhere = await client.get("/nowhere")
+        assert elsewhere.status_code == 404 and elsewhere.json()["type"] == "not_found"
+        wrong_method = await client.put(path + "/messages", json={"text": "hi"})
+        assert wrong_method.status_code == 405
+        assert wrong_method.json()["type"] == "method_not_allowed"
 
 
 async def test_a_token_is_required_when_set_and_beyond_loopback(

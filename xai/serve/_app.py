@@ -16,6 +16,7 @@ from typing import Annotated, Literal, TypeAlias
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -50,6 +51,7 @@ ErrorType: TypeAlias = Literal[
     "bad_request",
     "unauthorized",
     "not_found",
+    "method_not_allowed",
     "session_closed",
     "events_expired",
     "too_large",
@@ -237,6 +239,17 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         return _json(await host.facts(request.path_params["agent_id"]))
 
     session = "/agents/{agent_id}/sessions/{session_id}"
+
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        """A path or method the API does not have: JSON like every other error."""
+        assert isinstance(exc, HTTPException)
+        kind: ErrorType = "method_not_allowed" if exc.status_code == 405 else "not_found"
+        if exc.status_code not in (404, 405):
+            kind = "bad_request"
+        response = _json(ErrorBody(type=kind, message=str(exc.detail)), exc.status_code)
+        response.headers.update(exc.headers or {})
+        return response
+
     app = Starlette(
         routes=[
             Route("/agents/{agent_id}/sessions", route(open_session), methods=["POST"]),
@@ -246,6 +259,7 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
             Route("/agents/{agent_id}/facts", route(facts), methods=["GET"]),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: unrouted},
     )
     app.state.token = token
     return app
