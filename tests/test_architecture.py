@@ -43,6 +43,9 @@ LAYERS: dict[str, int] = {
     "eval": 8,
     # An Agent served over MCP (`xai mcp serve`): a facade over the Agent, like core.
     "mcp": 8,
+    # The HTTP + SSE gateway (`xai serve`) over a host of Agents: a facade, like mcp; only the
+    # CLI imports it.
+    "serve": 8,
     "agent": 7,
     # The test doubles stand in for a model: they speak the provider protocol and never use a
     # Query. One of them, `demo_model` (the scripted model of `xai demo` and the offline Quick

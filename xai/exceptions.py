@@ -41,6 +41,7 @@ __all__ = [
     "BadRequestError",
     "ConfigurationError",
     "ContextTooLongError",
+    "EventsExpiredError",
     "JournalError",
     "LedgerGapError",
     "MCPServerError",
@@ -52,6 +53,7 @@ __all__ = [
     "RunError",
     "ServerError",
     "SessionClosedError",
+    "SessionNotFoundError",
     "StreamError",
     "ToolDefinitionError",
     "ToolError",
@@ -110,6 +112,29 @@ class ToolDefinitionError(UsageError):
 
 class SessionClosedError(UsageError):
     """Input was sent to a Session that is closing or already closed."""
+
+
+class SessionNotFoundError(SessionClosedError):
+    """No Session by that id was ever opened on that Agent (a ``SessionClosedError`` too:
+    code that catches that one for an id it cannot use goes on working)."""
+
+
+class EventsExpiredError(UsageError):
+    """A reader asked for the events of ``session_id`` after number ``after``, and the
+    host's window no longer (or never) held them: it keeps events ``first``..``last``.
+
+    Read again from ``first - 1`` (some events are lost to this reader) or from a
+    snapshot of the Session; the events are never skipped silently."""
+
+    def __init__(self, session_id: str, after: int, *, first: int, last: int) -> None:
+        super().__init__(
+            f"session {session_id}: the events after {after} are not kept "
+            f"(the window holds {first}..{last})"
+        )
+        self.session_id = session_id
+        self.after = after
+        self.first = first
+        self.last = last
 
 
 class RunError(XaiError):

@@ -6,6 +6,7 @@ from xai.agent._clock import Clock, FakeClock, SystemClock
 from xai.agent._host import AgentHost, OpenSession, SessionInfo
 from xai.agent._persona import Persona
 from xai.agent._scheduler import Builder, Scheduler
+from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.agent._wakeups import (
     At,
     Cron,
@@ -20,6 +21,7 @@ from xai.agent._wakeups import (
 
 __all__ = [
     "AGENT_TURN_MAX_TOKENS",
+    "DEFAULT_REPLAY_EVENTS",
     "Agent",
     "AgentConfig",
     "AgentHost",
@@ -36,6 +38,7 @@ __all__ = [
     "QuietHours",
     "Scheduler",
     "SessionInfo",
+    "SessionStream",
     "SystemClock",
     "Trigger",
     "Wakeup",

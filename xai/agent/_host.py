@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,17 +20,29 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
-from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
+from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
+from xai.events import SessionEvent
+from xai.exceptions import (
+    AgentBusyError,
+    ConfigurationError,
+    SessionClosedError,
+    SessionNotFoundError,
+)
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
+from xai.session import Session
+from xai.tools import Tool
 
 __all__ = ["AgentHost", "OpenSession", "SessionInfo"]
 
 _log = get_logger(__name__)
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+_CLOSED_STREAMS_KEPT = 256
+"""Streams of closed Sessions a host keeps (readers may still be catching up on them)."""
 
 
 class OpenSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,7 +68,7 @@ class AgentHost:
     """Starts Agents on demand under ``root/<agent_id>`` and routes calls to them.
 
     ``provider_for(agent_id)`` gives each Agent its provider (one shared
-    provider is fine). Every Agent gets the one ``embedder``: the caller's if
+    provider is fine); every Agent gets ``tools`` (each its own ``ToolSet`` of them). Every Agent gets the one ``embedder``: the caller's if
     given (the caller closes it), else one the host makes when it starts and
     closes when it stops. Use as ``async with AgentHost(...) as host``.
 
@@ -69,6 +81,10 @@ class AgentHost:
     an eviction. Every call touches the Agent it names. When every running Agent
     is busy the cap is exceeded until one is idle again (a turn is never
     interrupted or waited for).
+
+    ``events`` streams a Session's events with the host's own sequence numbers, kept
+    across suspends: the last ``replay_events`` of each streamed Session stay
+    replayable for readers that reconnect (``SessionStream``).
     """
 
     def __init__(
@@ -81,11 +97,17 @@ class AgentHost:
         max_agents: int | None = None,
         idle_seconds: float | None = None,
         clock: Clock | None = None,
+        replay_events: int = DEFAULT_REPLAY_EVENTS,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
     ) -> None:
         if max_agents is not None and max_agents < 1:
             raise ConfigurationError("max_agents: at least 1 (or None: no cap)")
         if idle_seconds is not None and idle_seconds <= 0:
             raise ConfigurationError("idle_seconds: more than 0 (or None: never)")
+        if replay_events < 1:
+            raise ConfigurationError("replay_events: at least 1")
+        self.replay_events = replay_events
+        self._streams: OrderedDict[tuple[str, str], SessionStream] = OrderedDict()
         self.root = Path(root)
         self.max_agents = max_agents
         self.idle_seconds = idle_seconds
@@ -94,6 +116,7 @@ class AgentHost:
         self._embedder = embedder
         self._made_embedder: Embedder | None = None
         self._config = config
+        self._tools = tuple(tools)
         self._agents: OrderedDict[str, Agent] = OrderedDict()  # least recently used first
         self._used: dict[str, float] = {}  # when each was last used (by the clock)
         self._calls: Counter[str] = Counter()  # host calls in progress, per Agent
@@ -147,9 +170,11 @@ class AgentHost:
                     agent_id=agent_id,
                     embedder=self._embedder or self._made_embedder,
                     config=self._config,
+                    tools=self._tools,
                 )
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
+                self._reattach(agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
                 await self._evict(self.max_agents, keep=agent_id)
@@ -176,7 +201,9 @@ class AgentHost:
             touched.set()
 
     def _idle(self, agent_id: str, agent: Agent) -> bool:
-        return not self._calls[agent_id] and all(s.idle for s in agent.sessions.values())
+        return not self._calls[agent_id] and all(
+            s.idle and not s.pending_inputs for s in agent.sessions.values()
+        )
 
     async def _evict(self, cap: int, *, keep: str | None = None) -> None:
         """Under the lock: suspend least recently used idle Agents until ``cap`` run."""
@@ -197,6 +224,9 @@ class AgentHost:
                 self._used[agent_id] = used
             self._touch(agent_id)
             return False
+        for (owner, _), stream in self._streams.items():
+            if owner == agent_id:
+                stream.detach()  # its Sessions stopped; a restart attaches the new ones
         self.evictions += 1
         _log.info("host.agent_suspended", agent_id=agent_id, why=why, running=len(self._agents))
         return True
@@ -237,12 +267,78 @@ class AgentHost:
         )
 
     async def open_session(self, agent_id: str, request: OpenSession) -> SessionInfo:
+        """Open a Session; its events are streamed (``events``) from its first one."""
         options: dict[str, Any] = {"prefix_tokens": request.prefix_tokens, "origin": request.origin}
         if request.instructions is not None:
             options["instructions"] = request.instructions
         async with self._use(agent_id) as agent:
             session = await agent.open_session(request.purpose, **options)
+            self._stream_of(agent_id, session)
             return self._info(agent, session.id)
+
+    async def submit(
+        self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
+    ) -> str:
+        """Queue ``text`` as an input and return its id once it is accepted (on disk),
+        without waiting for the turn: its events come through ``events``."""
+        async with self._use(agent_id) as agent:
+            session = self._session(agent, session_id)
+            self._stream_of(agent_id, session)  # from before the turn: nothing is missed
+            handle = session.send(text, origin=origin)
+            assert handle.input is not None
+            return handle.input.id
+
+    async def events(
+        self, agent_id: str, session_id: str, after: int = 0
+    ) -> AsyncIterator[SessionEvent]:
+        """The Session's events numbered above ``after`` (host numbers), then each new one,
+        until it closes. Awaiting it checks first: ``SessionNotFoundError``,
+        ``SessionClosedError`` (closed, and its stream no longer kept) and
+        ``EventsExpiredError`` (the events after ``after`` are not kept, see
+        ``SessionStream``) are raised before any event is read."""
+        stream = self._streams.get((agent_id, session_id))
+        if stream is None or not (stream.closed or stream.attached):
+            async with self._use(agent_id) as agent:  # (a start reattaches known streams)
+                stream = self._streams.get((agent_id, session_id))
+                if stream is None or not (stream.closed or stream.attached):
+                    stream = self._stream_of(agent_id, self._session(agent, session_id))
+        stream.check(after)  # refused before the first event, not in the middle
+        return stream.since(after)
+
+    def _session(self, agent: Agent, session_id: str) -> Session:
+        """The open Session; ``SessionNotFoundError`` if it never existed."""
+        try:
+            return agent.session(session_id)
+        except SessionClosedError:
+            known = (
+                re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", session_id) is not None
+                and (agent.directory / "sessions" / session_id).is_dir()
+            )
+            if not known:
+                raise SessionNotFoundError(
+                    f"agent {agent.id} has no session {session_id!r}"
+                ) from None
+            raise
+
+    def _stream_of(self, agent_id: str, session: Session) -> SessionStream:
+        key = (agent_id, session.id)
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = SessionStream(session.id, self.replay_events)
+            closed = [k for k, s in self._streams.items() if s.closed]
+            for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
+                del self._streams[old]
+        if not stream.attached and not stream.closed:
+            stream.attach(session)
+        return stream
+
+    def _reattach(self, agent: Agent) -> None:
+        """A (re)started Agent: its Sessions being streamed go on in the same streams."""
+        for (agent_id, session_id), stream in self._streams.items():
+            if agent_id == agent.id and not stream.closed:
+                session = agent.sessions.get(session_id)
+                if session is not None:
+                    stream.attach(session)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
@@ -258,7 +354,7 @@ class AgentHost:
         self, agent_id: str, session_id: str, reason: CloseReason = "closed"
     ) -> None:
         async with self._use(agent_id) as agent:
-            await agent.session(session_id).close(reason)
+            await self._session(agent, session_id).close(reason)
 
     async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[MemoryHit]:
         async with self._use(agent_id) as agent:

@@ -149,9 +149,11 @@ def _parser() -> argparse.ArgumentParser:
         runner.add_argument("--fixture", help="fixture folder (replay, no model)")
     from xai.cli._eval import add_eval_parser
     from xai.cli._mcp import add_mcp_parser
+    from xai.cli._serve import add_serve_parser
 
     add_eval_parser(sub, common)
     add_mcp_parser(sub, common)
+    add_serve_parser(sub, common)
     return parser
 
 
@@ -193,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             from xai.cli._mcp import mcp_command
 
             return mcp_command(args, default_home() / "agents" / "mcp")
+        if args.command == "serve":
+            from xai.cli._serve import serve_command
+
+            return serve_command(args)
         if args.command == "chat":
             from xai.cli._repl import run_chat
 

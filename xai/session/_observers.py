@@ -203,12 +203,24 @@ class Hub(Generic[E]):
     envelope (it stamps the session or agent id).
     """
 
-    __slots__ = ("_refs", "seq", "wrap")
+    __slots__ = ("_listeners", "_refs", "seq", "wrap")
 
     def __init__(self, wrap: Callable[[int, Any], E]) -> None:
         self.wrap = wrap
         self.seq = 0
         self._refs: list[weakref.ref[Subscription[E]]] = []
+        self._listeners: list[Callable[[E], None]] = []
+
+    def listen(self, callback: Callable[[E], None]) -> Callable[[], None]:
+        """Call ``callback`` synchronously with every event as it is published (no buffer,
+        nothing lost; it must be quick and must not raise). Returns the way to stop."""
+        self._listeners.append(callback)
+
+        def stop() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return stop
 
     def subscribe(self, capacity: int, policy: OverflowPolicy) -> Subscription[E]:
         subscription = Subscription(self, capacity, policy)
@@ -231,9 +243,14 @@ class Hub(Generic[E]):
 
     def publish(self, body: Any) -> E | None:
         self.seq += 1
-        if not self._refs:  # nobody listens: no envelope to build
+        if not self._refs and not self._listeners:  # nobody listens: no envelope to build
             return None
         event = self.wrap(self.seq, body)
+        for listener in tuple(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("events.listener_failed", listener=repr(listener))
         # A snapshot: a subscription collected meanwhile removes itself from the list.
         for ref in tuple(self._refs):
             subscription = ref()

@@ -358,6 +358,11 @@ class Session:
         """``async for event in session.events(): ...`` — leaving the loop unsubscribes."""
         return self.subscribe(buffer=buffer, overflow=overflow)
 
+    def listen(self, callback: Callable[[SessionEvent], None]) -> Callable[[], None]:
+        """Call ``callback`` synchronously with every event as it is published: nothing is
+        lost or late (it must be quick). Returns the way to stop; a host's replay uses it."""
+        return self._hub.listen(callback)
+
     def on(
         self,
         callback: EventCallback,

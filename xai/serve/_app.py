@@ -1,0 +1,265 @@
+"""The HTTP API of ``xai serve``: JSON in and out, a Session's events as Server-Sent Events.
+
+See docs/serve.md for the API. Every body is a msgspec value; every error is
+``{"type": ..., "message": ...}`` with its status. A reader of the events resumes
+after the last ``id`` it saw (the standard ``Last-Event-ID`` header, or
+``?after=SEQ``) and gets every later event once, in order, or a 410 error when
+the server no longer keeps them: never a silent gap.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Annotated, Literal, TypeAlias
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from xai.agent import OpenSession
+from xai.events import SessionEvent
+from xai.exceptions import (
+    EventsExpiredError,
+    SessionClosedError,
+    SessionNotFoundError,
+    UsageError,
+)
+from xai.logs import get_logger
+from xai.serve._backend import Backend
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "Accepted",
+    "ErrorBody",
+    "ErrorType",
+    "OpenRequest",
+    "SendMessage",
+    "create_app",
+]
+
+_log = get_logger(__name__)
+
+MAX_BODY_BYTES = 1 << 20
+"""The largest request body accepted (413 past it)."""
+
+ErrorType: TypeAlias = Literal[
+    "bad_request",
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "session_closed",
+    "events_expired",
+    "too_large",
+    "internal",
+]
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+    """Every error response. ``first``/``last``: the events still kept (``events_expired``)."""
+
+    type: ErrorType
+    message: str
+    first: int | None = None
+    last: int | None = None
+
+
+class OpenRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST /agents/{agent_id}/sessions``: both optional."""
+
+    purpose: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    instructions: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
+
+
+class SendMessage(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``POST …/messages``."""
+
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=200_000)]
+
+
+class Accepted(msgspec.Struct, frozen=True, kw_only=True):
+    """The input is accepted (on disk); its turn's events come over the event stream."""
+
+    agent_id: str
+    session_id: str
+    input_id: str
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, body: ErrorBody) -> None:
+        super().__init__(body.message)
+        self.status = status
+        self.body = body
+
+
+def _json(value: object, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(value), status, media_type="application/json")
+
+
+def _error(status: int, type: ErrorType, message: str) -> _HTTPError:
+    return _HTTPError(status, ErrorBody(type=type, message=message))
+
+
+def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
+    if isinstance(exc, _HTTPError):
+        return exc.status, exc.body
+    if isinstance(exc, SessionNotFoundError):
+        return 404, ErrorBody(type="not_found", message=str(exc))
+    if isinstance(exc, SessionClosedError):
+        return 409, ErrorBody(type="session_closed", message=str(exc))
+    if isinstance(exc, EventsExpiredError):
+        body = ErrorBody(type="events_expired", message=str(exc), first=exc.first, last=exc.last)
+        return 410, body
+    if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
+        return 400, ErrorBody(type="bad_request", message=f"invalid body: {exc}")
+    if isinstance(exc, UsageError):
+        return 400, ErrorBody(type="bad_request", message=str(exc))
+    return 500, ErrorBody(type="internal", message="internal error (see the server's log)")
+
+
+def _sse(event: SessionEvent) -> bytes:
+    kind = event.event.__struct_config__.tag
+    return f"id: {event.seq}\nevent: {kind}\ndata: ".encode() + msgspec.json.encode(event) + b"\n\n"
+
+
+def _sse_error(body: ErrorBody) -> bytes:
+    return b"event: error\ndata: " + msgspec.json.encode(body) + b"\n\n"
+
+
+def _after(request: Request) -> int:
+    """Resume point: ``Last-Event-ID`` (what a browser's EventSource sends), else ``?after``."""
+    text = request.headers.get("last-event-id")
+    source = "Last-Event-ID"
+    if text is None:
+        text, source = request.query_params.get("after", "0"), "after"
+    try:
+        after = int(text.strip())
+    except ValueError:
+        raise _error(400, "bad_request", f"{source}: a sequence number, got {text!r}") from None
+    if after < 0:
+        raise _error(400, "bad_request", f"{source}: 0 or more, got {after}")
+    return after
+
+
+async def _body(request: Request, type: type[msgspec.Struct]) -> msgspec.Struct:
+    data = await request.body()
+    if len(data) > MAX_BODY_BYTES:
+        raise _error(413, "too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+    return msgspec.json.decode(data or b"{}", type=type)
+
+
+BackendSource: TypeAlias = Backend | Callable[[], AbstractAsyncContextManager[Backend]]
+
+
+def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette:
+    """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
+    manager that gives one: entered for the app's lifespan).
+
+    With ``token``, every request must carry ``Authorization: Bearer <token>`` (401
+    otherwise); ``serve_app`` refuses to bind beyond loopback an app made without one
+    (it reads ``app.state.token``)."""
+    state: dict[str, Backend] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if callable(backend):
+            async with backend() as made:
+                state["backend"] = made
+                yield
+        else:
+            state["backend"] = backend
+            yield
+
+    def route(
+        handler: Callable[[Request, Backend], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
+            try:
+                if token is not None:
+                    given = request.headers.get("authorization", "")
+                    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                        raise _error(401, "unauthorized", "missing or wrong bearer token")
+                return await handler(request, state["backend"])
+            except Exception as exc:
+                status, body = _status_of(exc)
+                if status == 500:
+                    _log.exception("serve.failed", path=request.url.path)
+                response = _json(body, status)
+                if status == 401:
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+
+        return guarded
+
+    async def open_session(request: Request, host: Backend) -> Response:
+        body = await _body(request, OpenRequest)
+        assert isinstance(body, OpenRequest)
+        info = await host.open_session(
+            request.path_params["agent_id"],
+            OpenSession(purpose=body.purpose, instructions=body.instructions),
+        )
+        return _json(info, 201)
+
+    async def send(request: Request, host: Backend) -> Response:
+        body = await _body(request, SendMessage)
+        assert isinstance(body, SendMessage)
+        if not body.text.strip():
+            raise _error(400, "bad_request", "text: empty")
+        agent_id, session_id = request.path_params["agent_id"], request.path_params["session_id"]
+        input_id = await host.send(agent_id, session_id, body.text)
+        return _json(Accepted(agent_id=agent_id, session_id=session_id, input_id=input_id), 202)
+
+    async def events(request: Request, host: Backend) -> Response:
+        after = _after(request)
+        # Awaited here: an unknown session or an expired position is an HTTP error, before
+        # the 200 of the stream.
+        stream = await host.events(
+            request.path_params["agent_id"], request.path_params["session_id"], after
+        )
+
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for event in stream:
+                    yield _sse(event)
+            except EventsExpiredError as exc:  # the reader fell behind the window
+                yield _sse_error(_status_of(exc)[1])
+
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+
+    async def close(request: Request, host: Backend) -> Response:
+        await host.close_session(request.path_params["agent_id"], request.path_params["session_id"])
+        return Response(status_code=204)
+
+    async def facts(request: Request, host: Backend) -> Response:
+        return _json(await host.facts(request.path_params["agent_id"]))
+
+    session = "/agents/{agent_id}/sessions/{session_id}"
+
+    async def unrouted(request: Request, exc: Exception) -> Response:
+        """A path or method the API does not have: JSON like every other error."""
+        assert isinstance(exc, HTTPException)
+        kind: ErrorType = "method_not_allowed" if exc.status_code == 405 else "not_found"
+        if exc.status_code not in (404, 405):
+            kind = "bad_request"
+        response = _json(ErrorBody(type=kind, message=str(exc.detail)), exc.status_code)
+        response.headers.update(exc.headers or {})
+        return response
+
+    app = Starlette(
+        routes=[
+            Route("/agents/{agent_id}/sessions", route(open_session), methods=["POST"]),
+            Route(session + "/messages", route(send), methods=["POST"]),
+            Route(session + "/events", route(events), methods=["GET"]),
+            Route(session, route(close), methods=["DELETE"]),
+            Route("/agents/{agent_id}/facts", route(facts), methods=["GET"]),
+        ],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: unrouted},
+    )
+    app.state.token = token
+    return app
