@@ -29,7 +29,7 @@ from xai.exceptions import (
     SessionNotFoundError,
 )
 from xai.logs import get_logger
-from xai.memory import Embedder, Fact, MemoryHit, default_embedder
+from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, Usage
 from xai.providers import Provider
 from xai.session import Session
@@ -39,7 +39,9 @@ __all__ = ["AgentHost", "OpenSession", "SessionInfo"]
 
 _log = get_logger(__name__)
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+INDEX_DIR = ".index"
+"""Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
 _CLOSED_STREAMS_KEPT = 256
 """Streams of closed Sessions a host keeps (readers may still be catching up on them)."""
@@ -68,9 +70,14 @@ class AgentHost:
     """Starts Agents on demand under ``root/<agent_id>`` and routes calls to them.
 
     ``provider_for(agent_id)`` gives each Agent its provider (one shared
-    provider is fine); every Agent gets ``tools`` (each its own ``ToolSet`` of them). Every Agent gets the one ``embedder``: the caller's if
-    given (the caller closes it), else one the host makes when it starts and
-    closes when it stops. Use as ``async with AgentHost(...) as host``.
+    provider is fine); every Agent gets ``tools`` (each its own ``ToolSet`` of them).
+    Every Agent gets the one ``embedder`` and the one ``index_store``: the caller's if
+    given (the caller closes them), else ones the host makes when it starts and closes
+    when it stops (the store: an embedded chromadb under ``root/.index``, each Agent's
+    memory in collections named after its id, opened when first needed). So an idle
+    Agent costs no chromadb client, thread or file of its own. Use as ``async with
+    AgentHost(...) as host``. Agent ids are 1-64 letters, digits, ``_ . -``, not
+    starting with ``.``.
 
     ``max_agents`` caps the Agents running at once: past it, the least recently
     used Agent that is idle (no host call for it in progress, no turn running in
@@ -99,6 +106,7 @@ class AgentHost:
         clock: Clock | None = None,
         replay_events: int = DEFAULT_REPLAY_EVENTS,
         tools: Iterable[Tool | Callable[..., Any]] = (),
+        index_store: IndexStore | None = None,
     ) -> None:
         if max_agents is not None and max_agents < 1:
             raise ConfigurationError("max_agents: at least 1 (or None: no cap)")
@@ -115,6 +123,8 @@ class AgentHost:
         self._provider_for = provider_for
         self._embedder = embedder
         self._made_embedder: Embedder | None = None
+        self._index_store = index_store
+        self._made_store: IndexStore | None = None
         self._config = config
         self._tools = tuple(tools)
         self._agents: OrderedDict[str, Agent] = OrderedDict()  # least recently used first
@@ -130,6 +140,8 @@ class AgentHost:
         self._lock = anyio.Lock()
         if self._embedder is None:
             self._made_embedder = default_embedder()
+        if self._index_store is None:
+            self._made_store = IndexStore.local(self.root / INDEX_DIR)  # started when needed
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         if self.idle_seconds is not None:
@@ -145,6 +157,10 @@ class AgentHost:
         try:
             return await group.__aexit__(*exc_info)
         finally:
+            store, self._made_store = self._made_store, None
+            if store is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(store.close)
             made, self._made_embedder = self._made_embedder, None
             aclose = getattr(made, "aclose", None)
             if aclose is not None:  # an endpoint client the host made: its to close
@@ -158,7 +174,9 @@ class AgentHost:
         it only while you use it, or go through the host's calls, which keep it running
         while they run."""
         if not _AGENT_ID.match(agent_id):
-            raise ConfigurationError(f"agent id {agent_id!r}: use 1-64 of letters, digits, _ . -")
+            raise ConfigurationError(
+                f"agent id {agent_id!r}: use 1-64 of letters, digits, _ . - (not starting with .)"
+            )
         if self._group is None or self._lock is None:
             raise SessionClosedError("the host is not running: use `async with AgentHost(...)`")
         async with self._lock:
@@ -169,6 +187,7 @@ class AgentHost:
                     self._provider_for(agent_id),
                     agent_id=agent_id,
                     embedder=self._embedder or self._made_embedder,
+                    index_store=self._index_store or self._made_store,
                     config=self._config,
                     tools=self._tools,
                 )
