@@ -16,6 +16,9 @@ journals found). The in-run baseline: ``--sessions`` bare Sessions (same provide
 each, one turn, left open) measured the same way first, giving ``session_rss_kib``;
 ``agent_vs_session_rss_ratio`` is an idle Agent's RSS over an idle Session's.
 ``extrapolated_10k_agents_gib``: the baseline RSS plus 10,000 times the per-Agent RSS.
+``first_search_ms_p50/p95``: then the first ``host.search_memory`` of up to 50 of the idle
+Agents (their memory's collections opened in the host's shared index store and its
+episodes embedded: what a lazy open costs the first caller).
 ``threads_per_agent_by_name`` names the new threads; ``--tracemalloc`` adds
 ``python_kib_per_agent_by_package``: the Python allocations (not native ones: chromadb's
 Rust core is invisible to it) per Agent, by the package that made them.
@@ -196,10 +199,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 return took * 1000
 
             await one("warm")  # what is made once per process is paid here
+            await host.search_memory("warm", "hello")  # and the shared index store's start
             before = Sample()
             starts = [await one(f"a{i}") for i in range(args.agents)]
             after = Sample()
             running = len(host.agent_ids)
+            searches = []  # each Agent's first: its collections opened, its episodes indexed
+            for i in range(min(args.agents, 50)):
+                started = time.perf_counter()
+                await host.search_memory(f"a{i}", "what did I say?")
+                searches.append((time.perf_counter() - started) * 1000)
         n = args.agents
         new_fds = Counter(kind(t) for fd, t in after.fds.items() if before.fds.get(fd) != t)
         rss_kib = (after.rss_kib - before.rss_kib) / n
@@ -220,6 +229,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             },
             "start_ms_p50": round(statistics.median(starts), 2),
             "start_ms_p95": round(percentile(starts, 0.95), 2),
+            "first_search_ms_p50": round(statistics.median(searches), 2),
+            "first_search_ms_p95": round(percentile(searches, 0.95), 2),
             "session_rss_kib": round(session_kib, 1),
             "agent_vs_session_rss_ratio": round(rss_kib / session_kib, 1) if session_kib else None,
             "baseline_rss_mib": round(before.rss_kib / 1024, 1),

@@ -229,7 +229,8 @@ class Ledger:
         self.path = path
         self.sync = sync
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = None  # opened by the first append: an idle memory holds none
+        self._closed = False
         self._dirty = False
 
     @staticmethod
@@ -251,8 +252,10 @@ class Ledger:
         current version is written as a ``FactChange``. A failed write is cut back off
         the file, so the next line starts clean.
         """
-        if self._fd is None:
+        if self._closed:
             raise RuntimeError(f"ledger {self.path} is closed")
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         data = memoryview(_encode(_line(decision, known)) + b"\n")
         start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
@@ -275,6 +278,7 @@ class Ledger:
             await anyio.to_thread.run_sync(os.fsync, self._fd)
 
     def close(self) -> None:
+        self._closed = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
