@@ -17,6 +17,7 @@ retry may help.
         ├── MCPServerError          an MCP server (a tool source) failed to start (server)
         ├── JournalError            a journal or the memory ledger cannot be read (path, line)
         │   └── LedgerGapError      the memory ledger misses decisions (path, line, missing)
+        ├── MemoryUnavailableError  the memory's index store (a Chroma server) is unreachable  retryable
         └── ProviderError           the model provider failed (status_code, retryable)
             ├── AuthenticationError       401 / 403
             ├── BadRequestError           400 / 404 / 422: the request itself is wrong
@@ -46,6 +47,7 @@ __all__ = [
     "LedgerGapError",
     "MCPServerError",
     "MalformedStreamError",
+    "MemoryUnavailableError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
@@ -187,6 +189,18 @@ class LedgerGapError(JournalError):
         )
         self.missing = missing
         self.found = found
+
+
+class MemoryUnavailableError(RunError):
+    """The store of the memory's indexes (a Chroma server) could not be reached: ``where``
+    names it. Retryable: nothing decided is lost (the ledger and the episodes are on local
+    disk first), and the indexes are repaired from them when the store answers again."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, where: str) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 class ProviderError(RunError):

@@ -134,6 +134,10 @@ class LongTermMemory(Adjudication, Maintenance):
     def _indexed(self) -> bool:
         return self._index is not None
 
+    def _index_lost(self) -> None:
+        self._index = None
+        self._episode_index = None
+
     async def _close_store(self) -> None:
         store, self._store = self._store, None
         if store is not None and store is not self._shared_store:
@@ -237,18 +241,23 @@ class LongTermMemory(Adjudication, Maintenance):
         """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
         dense and BM25 candidates with their session neighbours, fused with date, speaker,
         neighbour and session cues). ``tiers`` limits them to facts of those tiers and, with
-        ``"episodes"``, episodes. Each hit's score is its cosine similarity."""
-        await self.index_episodes()  # opens the indexes first if they are not open yet
-        index = self._require_index()
-        if k <= 0:
-            return []
-        weights = msgspec.structs.replace(self.config.recall, lexical=self.config.lexical_weight)
-        (vector,) = await self.embedder.embed([query])
-        return await search_hits(
-            query, vector, k, facts=self._state.facts, index=index,
-            lexicon=await self._lexicon(), episodes=self._episodes,
-            episode_index=self._episode_index, tiers=tiers, weights=weights,
-        )  # fmt: skip
+        ``"episodes"``, episodes. Each hit's score is its cosine similarity.
+
+        ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
+        with self._repaired_if_unreachable():
+            await self.index_episodes()  # opens the indexes first if they are not open yet
+            index = self._require_index()
+            if k <= 0:
+                return []
+            weights = msgspec.structs.replace(
+                self.config.recall, lexical=self.config.lexical_weight
+            )
+            (vector,) = await self.embedder.embed([query])
+            return await search_hits(
+                query, vector, k, facts=self._state.facts, index=index,
+                lexicon=await self._lexicon(), episodes=self._episodes,
+                episode_index=self._episode_index, tiers=tiers, weights=weights,
+            )  # fmt: skip
 
     async def _lexicon(self) -> LexicalIndex:
         """The BM25 index of the active facts, built (in a worker thread) on first use.

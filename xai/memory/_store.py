@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, MemoryUnavailableError
 from xai.memory._embeddings import Embedder
 
-__all__ = ["IndexStore", "collection_names"]
+__all__ = ["IndexStore", "collection_names", "reachable"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -31,6 +32,46 @@ def collection_names(namespace: str | None) -> tuple[str, str]:
         return "facts", "episodes"
     safe = _UNSAFE.sub(lambda m: f"_{ord(m.group()):02x}", namespace)
     return f"xai-{safe}-facts", f"xai-{safe}-episodes"
+
+
+@contextmanager
+def reachable(where: str) -> Iterator[None]:
+    """Turn "the store cannot be reached" (a Chroma server down, a connection cut or timed
+    out) into ``MemoryUnavailableError``; every other error passes as it is."""
+    try:
+        yield
+    except Exception as exc:
+        import httpx
+
+        if isinstance(exc, httpx.TransportError):
+            raise MemoryUnavailableError(
+                f"the memory's index store at {where} cannot be reached: "
+                f"{type(exc).__name__}: {exc}",
+                where=where,
+            ) from exc
+        raise
+
+
+class _Guarded:
+    """A chromadb collection whose calls raise ``MemoryUnavailableError`` when its store
+    cannot be reached (every call is blocking: the callers run them in worker threads)."""
+
+    __slots__ = ("_collection", "_where")
+
+    def __init__(self, collection: Any, where: str) -> None:
+        self._collection = collection
+        self._where = where
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._collection, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with reachable(self._where):
+                return value(*args, **kwargs)
+
+        return call
 
 
 class IndexStore:
@@ -88,7 +129,8 @@ class IndexStore:
     def client(self) -> Any:
         with self._guard:
             if self._client is None:
-                self._client = self._make()
+                with reachable(self.where):
+                    self._client = self._make()
             return self._client
 
     def collection(
@@ -100,9 +142,10 @@ class IndexStore:
         if embedding_function is not None:
             options["embedding_function"] = embedding_function
         try:
-            collection = self.client().get_or_create_collection(
-                name, metadata={"embedder": embedder.name}, **options
-            )
+            with reachable(self.where):
+                collection = self.client().get_or_create_collection(
+                    name, metadata={"embedder": embedder.name}, **options
+                )
         except ValueError as exc:  # chromadb: "Embedding function conflict" and the like
             raise ConfigurationError(
                 f"the {what} {name!r} at {self.where} cannot be opened with embeddings "
@@ -114,7 +157,7 @@ class IndexStore:
                 f"the {what} {name!r} at {self.where} was built with embeddings {stored!r}, "
                 f"not {embedder.name!r}"
             )
-        return collection
+        return _Guarded(collection, self.where)
 
     def close(self) -> None:
         """Release the client (chromadb stops an embedded store when its last user closes)."""

@@ -9,12 +9,13 @@ way a fact changes. Adjudication (``_adjudication``) and maintenance
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 import numpy as np
 
+from xai.exceptions import MemoryUnavailableError
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder
 from xai.memory._index import VectorIndex
@@ -143,15 +144,30 @@ class MemoryWriter:
         # `facts(status=...)`), so searches need no status filter as history grows.
         index = self._require_index()
         retired = [f.id for f in facts if f.status != "active"]
-        if retired:
-            await index.delete(retired)
-        fresh = [f for f in facts if f.status == "active" and f.id in vectors]
-        if fresh:
-            await index.upsert(fresh, [vectors[f.id] for f in fresh])
-        changed = [f for f in facts if f.status == "active" and f.id not in vectors]
-        if changed:
-            await index.update_metadata(changed)
+        with self._repaired_if_unreachable():
+            if retired:
+                await index.delete(retired)
+            fresh = [f for f in facts if f.status == "active" and f.id in vectors]
+            if fresh:
+                await index.upsert(fresh, [vectors[f.id] for f in fresh])
+            changed = [f for f in facts if f.status == "active" and f.id not in vectors]
+            if changed:
+                await index.update_metadata(changed)
         return decision
+
+    @contextmanager
+    def _repaired_if_unreachable(self) -> Iterator[None]:
+        """The index store could not be reached (a Chroma server down): the decision is in
+        the ledger, the index may lack it. Let go of the indexes, so the next use opens
+        them again and repairs them from the ledger."""
+        try:
+            yield
+        except MemoryUnavailableError:
+            self._index_lost()
+            raise
+
+    def _index_lost(self) -> None:
+        self._index = None
 
     @asynccontextmanager
     async def _batch(self) -> AsyncIterator[None]:
@@ -169,14 +185,10 @@ class MemoryWriter:
             with anyio.CancelScope(shield=True):
                 if self._ledger is not None:
                     await self._ledger.flush()
-                index = self._require_index()
-                if pending.deletes:
-                    await index.delete(sorted(pending.deletes))
-                if pending.upserts:
-                    facts = [fact for fact, _ in pending.upserts.values()]
-                    await index.upsert(facts, [v for _, v in pending.upserts.values()])
-                if pending.updates:
-                    await index.update_metadata(list(pending.updates.values()))
+                index = self._index  # None: let go of (unreachable) during the batch
+                if index is not None:
+                    with self._repaired_if_unreachable():
+                        await _apply(index, pending)
 
     async def _nearest(
         self,
@@ -223,3 +235,13 @@ class MemoryWriter:
             and (not tiers or f.tier in tiers)
         }  # fmt: skip
         return sorted(live.items(), key=lambda item: -item[1])[:k]
+
+
+async def _apply(index: VectorIndex, pending: _Pending) -> None:
+    if pending.deletes:
+        await index.delete(sorted(pending.deletes))
+    if pending.upserts:
+        facts = [fact for fact, _ in pending.upserts.values()]
+        await index.upsert(facts, [v for _, v in pending.upserts.values()])
+    if pending.updates:
+        await index.update_metadata(list(pending.updates.values()))
