@@ -66,7 +66,9 @@ class EpisodeIndex:
             self.corpus.add(chunk, vectors)
         missing = [e for e in episodes if e.id not in kept]
         if missing:
-            _log.warning("memory.episodes_index_repaired", episodes=len(missing))
+            # Recorded while the index was closed (it opens when first needed), or lost
+            # from it: either way the episodes are the truth, and nothing is wrong.
+            _log.info("memory.episodes_indexed", episodes=len(missing))
             self.add(missing)
             await self.flush()
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from xai._files import write_atomic
+from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._adjudication import Adjudication
 from xai.memory._embeddings import Embedder, local_minilm
@@ -40,6 +42,8 @@ _log = get_logger(__name__)
 
 
 _DAY = 86_400.0
+_EMBEDDER_FILE = "embedder.json"
+"""The embeddings the memory's indexes hold (written when they are first opened)."""
 
 
 class LongTermMemory(Adjudication, Maintenance):
@@ -93,6 +97,7 @@ class LongTermMemory(Adjudication, Maintenance):
         self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
         self._order = None
         self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
+        await anyio.to_thread.run_sync(self._check_embedder)
         self._ledger = Ledger(path, sync=self._sync)
         self._lock = anyio.Lock()
         self._opening = anyio.Lock()
@@ -125,11 +130,32 @@ class LongTermMemory(Adjudication, Maintenance):
                 await self._prune_episodes()
                 await episode_index.repair(list(self._episodes))
                 self._episode_index = episode_index
+                if not (self.directory / _EMBEDDER_FILE).exists():
+                    data = msgspec.json.encode({"embedder": self.embedder.name})
+                    await anyio.to_thread.run_sync(
+                        write_atomic, self.directory / _EMBEDDER_FILE, data
+                    )
             except BaseException:
                 self._index = self._episode_index = None
                 with anyio.CancelScope(shield=True):
                     await self._close_store()
                 raise
+
+    def _check_embedder(self) -> None:
+        """Refuse at once (not at the first search) a memory indexed with other embeddings:
+        ``embedder.json`` names them from the first time the indexes were opened."""
+        path = self.directory / _EMBEDDER_FILE
+        try:
+            stored = msgspec.json.decode(path.read_bytes(), type=dict[str, str]).get("embedder")
+        except FileNotFoundError:
+            return
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return  # derived: rewritten when the indexes next open
+        if stored is not None and stored != self.embedder.name:
+            raise ConfigurationError(
+                f"the memory at {self.directory} was built with embeddings {stored!r}, "
+                f"not {self.embedder.name!r}"
+            )
 
     def _indexed(self) -> bool:
         return self._index is not None

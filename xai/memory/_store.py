@@ -166,3 +166,8 @@ class IndexStore:
         close = getattr(client, "close", None)
         if close is not None:
             close()
+        # chromadb's HTTP client keeps an httpx session its close() leaves open (1.5):
+        # close it, or its connections linger until the garbage collector finds them.
+        session = getattr(getattr(client, "_server", None), "_session", None)
+        if session is not None and callable(getattr(session, "close", None)):
+            session.close()
