@@ -15,7 +15,8 @@ import xai.agent._agent as agent_module
 from tests.test_agent import scripted  # noqa: F401  (the fixture)
 from xai.agent import Agent, AgentConfig
 from xai.events import CandidatesProposed
-from xai.memory import Embedder, local_minilm
+from xai.memory import Decision, Embedder, local_minilm
+from xai.messages import MemoryCandidate
 from xai.providers import OpenAIProvider
 from xai.session import (
     JOURNAL_FILE,
@@ -64,10 +65,10 @@ def config(hook_timeout: float) -> AgentConfig:
     )
 
 
-async def talk(agent: Agent, count: int) -> list[Session]:
-    """``count`` Sessions, each with one candidate proposed."""
+async def talk(agent: Agent, count: int, start: int = 0) -> list[Session]:
+    """``count`` Sessions, each with one candidate proposed (lucky numbers from ``start``)."""
     sessions = []
-    for i in range(count):
+    for i in range(start, start + count):
         session = await agent.open_session("chat")
         events = session.subscribe()
         await session.send(f"My lucky number is {i}")
@@ -182,3 +183,92 @@ async def test_an_agent_cancelled_from_outside_closes_promptly_and_decides_on_re
         pass
     decided_once(again, expected)
     assert journal_states(tmp_path) == [(None, "cancelled")] * 3
+
+
+class CountingMemory:
+    """Records the candidates of each ``memory.adjudicate`` call; fails a call holding a
+    candidate whose text has ``poison`` in it."""
+
+    def __init__(self, agent: Agent, poison: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.called = anyio.Event()
+        self.poison = poison
+        self.inner = agent.memory.adjudicate
+
+    async def adjudicate(
+        self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
+    ) -> list[Decision]:
+        self.calls.append([c.text for c in candidates])
+        self.called.set()
+        if self.poison and any(self.poison in c.text for c in candidates):
+            raise RuntimeError("cannot decide this one")
+        return await self.inner(candidates, session_id=session_id)
+
+
+async def queue_behind_a_busy_adjudicator(
+    agent: Agent, embedder: GatedEmbedder, memory: CountingMemory
+) -> list[Session]:
+    """Four Sessions' jobs: the first stuck in the adjudicator (the embedder is closed),
+    the three others queued behind it."""
+    embedder.close()
+    (first,) = await talk(agent, 1)
+    await memory.called.wait()
+    proposed = 0
+    events = agent.events()
+    others = await talk(agent, 3, start=1)
+    async for event in events:  # the Agent has queued a job when it tells of it
+        proposed += isinstance(event.event, CandidatesProposed)
+        if proposed == 3:
+            break
+    return [first, *others]
+
+
+async def test_jobs_queued_together_are_decided_in_one_call_and_each_acknowledged(
+    tmp_path: Path,
+    scripted: OpenAIWireServer,  # noqa: F811
+    provider: OpenAIProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Old: one ``adjudicate`` call (one embedding call) per job: at least four calls."""
+    embedder = GatedEmbedder(local_minilm())
+    async with Agent(tmp_path, provider, embedder=embedder, config=config(30)) as agent:
+        memory = CountingMemory(agent)
+        monkeypatch.setattr(agent.memory, "adjudicate", memory.adjudicate)
+        sessions = await queue_behind_a_busy_adjudicator(agent, embedder, memory)
+        texts = [f"The user said: My lucky number is {i}" for i in range(4)]
+        embedder.open()
+        for session in sessions:
+            await session.close()
+        assert not any(pending(s) for s in sessions)
+    first, rest = memory.calls  # (the closing Sessions may hand theirs over again)
+    assert first == [texts[0]] and set(texts[1:]) <= set(rest)
+    decided_once(agent, candidates_on_disk(tmp_path))
+    decided = {d.candidate.id: d.session_id for d in agent.memory.ledger() if d.candidate}
+    proposed_in = {
+        c.id: journal.parent.name
+        for journal in (tmp_path / "sessions").glob(f"*/{JOURNAL_FILE}")
+        for record in read_records(journal)
+        if isinstance(record, CandidatesRecord)
+        for c in record.candidates
+    }
+    assert decided == proposed_in and set(decided.values()) == {s.id for s in sessions}
+
+
+async def test_a_job_that_fails_in_a_batch_fails_alone(
+    tmp_path: Path,
+    scripted: OpenAIWireServer,  # noqa: F811
+    provider: OpenAIProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = GatedEmbedder(local_minilm())
+    async with Agent(tmp_path, provider, embedder=embedder, config=config(0.5)) as agent:
+        memory = CountingMemory(agent, poison="number is 2")
+        monkeypatch.setattr(agent.memory, "adjudicate", memory.adjudicate)
+        sessions = await queue_behind_a_busy_adjudicator(agent, embedder, memory)
+        embedder.open()
+        for session in sessions:
+            await session.close()
+        assert [pending(s) for s in sessions] == [False, False, True, False]
+    assert any(len(call) > 1 and any("is 2" in t for t in call) for call in memory.calls)
+    decided = {d.candidate.text for d in agent.memory.ledger() if d.candidate}
+    assert not any("2" in text for text in decided) and len(decided) == 3

@@ -34,7 +34,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from xai import _actor
 from xai._files import write_atomic
 from xai.agent._clock import Clock, SystemClock
-from xai.agent._jobs import Job, grounded_in
+from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._restart import resume_sessions
@@ -648,6 +648,52 @@ class Agent:
 
     # -- adjudication ----------------------------------------------------------------
 
+    def _checked(self, job: Job) -> tuple[MemoryCandidate, ...]:
+        """``job``'s candidates, without the evidence that is not the user's."""
+        return tuple(
+            c if self._grounded(job.session, c) else msgspec.structs.replace(c, evidence=())
+            for c in job.candidates
+        )
+
+    async def _adjudicate_one(self, job: Job) -> None:
+        try:
+            decisions = await self._decide(self._checked(job), job.session_id)
+            self._settle(job, decisions)
+        except Exception:
+            _log.exception("agent.adjudication_failed", session_id=job.session_id)
+
+    async def _adjudicate_together(self, batch: Sequence[Job]) -> bool:
+        """The candidates of every job of ``batch`` in one ``memory.adjudicate`` call, each
+        with its job's session id. False if that call failed: nothing is acknowledged then,
+        and each job is tried again on its own (one bad job fails alone)."""
+        candidates = tuple(
+            c if not job.session_id or c.session_id == job.session_id
+            else msgspec.structs.replace(c, session_id=job.session_id)
+            for job in batch
+            for c in self._checked(job)
+        )  # fmt: skip
+        sessions = {job.session_id for job in batch}
+        try:
+            decisions = await self._decide(candidates, sessions.pop() if len(sessions) == 1 else "")
+        except Exception:
+            _log.warning("agent.adjudication_batch_failed", jobs=len(batch), exc_info=True)
+            return False
+        for job, decided in zip(batch, decisions_by_job(batch, decisions), strict=True):
+            try:
+                self._settle(job, decided)
+            except Exception:
+                _log.exception("agent.adjudication_failed", session_id=job.session_id)
+        return True
+
+    def _settle(self, job: Job, decisions: Sequence[Decision]) -> None:
+        """``job``'s candidates are decided: acknowledge them and tell of the decisions."""
+        if job.session is not None:
+            # Also after the Session closed: a late acknowledgement completes a close
+            # whose hook could not wait for it.
+            job.session.acknowledge_candidates(c.id for c in job.candidates)
+        job.decided = True
+        self._announce(job.session_id or None, decisions)
+
     def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
         """Evidence must be user-origin input of that Session (when its history still has it)."""
         return grounded_in(session.history if session is not None else (), candidate)
@@ -668,25 +714,15 @@ class Agent:
     async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[Job]) -> None:
         try:
             async for job in jobs:
+                batch = drain(job, jobs)  # every job already queued: one embedding call
                 try:
-                    candidates = tuple(
-                        c
-                        if self._grounded(job.session, c)
-                        else msgspec.structs.replace(c, evidence=())
-                        for c in job.candidates
-                    )
-                    decisions = await self._decide(candidates, job.session_id)
-                    if job.session is not None:
-                        # Also after the Session closed: a late acknowledgement completes
-                        # a close whose hook could not wait for it.
-                        job.session.acknowledge_candidates(c.id for c in job.candidates)
-                    job.decided = True
-                    self._announce(job.session_id or None, decisions)
-                except Exception:
-                    _log.exception("agent.adjudication_failed", session_id=job.session_id)
+                    if len(batch) == 1 or not await self._adjudicate_together(batch):
+                        for one in batch:
+                            await self._adjudicate_one(one)
                 finally:
-                    if job.done is not None:
-                        job.done.set()
+                    for one in batch:
+                        if one.done is not None:
+                            one.done.set()
         finally:
             # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
             # stops waiting now, and sends from now on fail at once. (No await in here.)

@@ -1,16 +1,18 @@
-"""What the Agent's adjudicator works on: jobs of candidates, and whether a candidate's
-evidence is grounded in what the user said."""
+"""What the Agent's adjudicator works on: jobs of candidates (taken together when several
+are queued), and whether a candidate's evidence is grounded in what the user said."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
+from xai.memory import Decision
 from xai.messages import MemoryCandidate, Message, UserMessage
 from xai.session import Session
 
-__all__ = ["Job", "grounded_in"]
+__all__ = ["Job", "decisions_by_job", "drain", "grounded_in"]
 
 
 class Job:
@@ -43,3 +45,30 @@ def grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:
         if message is not None and message.origin != "user":
             return False
     return True
+
+
+def drain(first: Job, jobs: MemoryObjectReceiveStream[Job]) -> list[Job]:
+    """``first`` and every job already queued behind it, without waiting."""
+    batch = [first]
+    while True:
+        try:
+            batch.append(jobs.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return batch
+
+
+def decisions_by_job(batch: Sequence[Job], decisions: Sequence[Decision]) -> list[list[Decision]]:
+    """``decisions`` (of one ``adjudicate`` call over the candidates of ``batch``, in order)
+    split by the job whose candidate each decides; a decision without a candidate (a
+    promotion) follows the decision before it. A candidate id in two jobs is the first's."""
+    owner: dict[str, int] = {}
+    for n, job in enumerate(batch):
+        for candidate in job.candidates:
+            owner.setdefault(candidate.id, n)
+    out: list[list[Decision]] = [[] for _ in batch]
+    current = 0
+    for decision in decisions:
+        if decision.candidate is not None:
+            current = owner.get(decision.candidate.id, current)
+        out[current].append(decision)
+    return out

@@ -17,9 +17,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from xai.memory._lexical import LexicalIndex
-from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, neighbourhood
+from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights
 
 __all__ = ["EpisodeCorpus", "lexical_text"]
+
+_SEQ_BITS = 33
+_SEQ_OFFSET = 1 << 32
+"""A row's key is its session's code, then its ``seq`` (offset to be >= 0), in 64 bits."""
 
 
 def lexical_text(episode: EpisodeLike) -> str:
@@ -38,6 +42,16 @@ class EpisodeCorpus:
         self._used = 0
         self._free: list[int] = []
         self.lexical = LexicalIndex()
+        # Per row: the episode, its session's code, its place (``_key``: session, then
+        # seq), when it was added (equal ``seq``s keep that order) and its BM25 row.
+        self._by_row: list[EpisodeLike | None] = []
+        self._codes: dict[str, int] = {}
+        self._key = np.zeros(0, dtype=np.int64)
+        self._added = np.zeros(0, dtype=np.int64)
+        self._lexical_row = np.zeros(0, dtype=np.int64)
+        self._adds = 0
+        self._order: tuple[np.ndarray, np.ndarray] | None = None
+        """Live rows in session order and their keys (rebuilt after a change)."""
 
     def __len__(self) -> int:
         return len(self._episodes)
@@ -79,12 +93,25 @@ class EpisodeCorpus:
             keys = [e.seq for e in session]
             session.insert(bisect.bisect_right(keys, episode.seq), episode)
             self.lexical.set(episode.id, lexical_text(episode))
+            code = self._codes.setdefault(episode.session_id, len(self._codes))
+            self._by_row[row] = episode
+            self._key[row] = (code << _SEQ_BITS) + episode.seq + _SEQ_OFFSET
+            self._added[row] = self._adds
+            self._adds += 1
+            self._lexical_row[row] = self.lexical.row_of(episode.id)
+        self._order = None
 
     def _grow(self) -> int:
         if self._used == len(self._vectors):
-            grown = np.zeros((max(64, 2 * self._used), self._vectors.shape[1]), dtype=np.float16)
+            size = max(64, 2 * self._used)
+            grown = np.zeros((size, self._vectors.shape[1]), dtype=np.float16)
             grown[: self._used] = self._vectors[: self._used]
             self._vectors = grown
+            for name in ("_key", "_added", "_lexical_row"):
+                array = np.zeros(size, dtype=np.int64)
+                array[: self._used] = getattr(self, name)[: self._used]
+                setattr(self, name, array)
+        self._by_row.append(None)
         self._used += 1
         return self._used - 1
 
@@ -92,7 +119,10 @@ class EpisodeCorpus:
         episode = self._episodes.pop(episode_id, None)
         if episode is None:
             return
-        self._free.append(self._row.pop(episode_id))
+        row = self._row.pop(episode_id)
+        self._free.append(row)
+        self._by_row[row] = None
+        self._order = None
         session = self._sessions[episode.session_id]
         session.remove(episode)
         if not session:
@@ -131,26 +161,54 @@ class EpisodeCorpus:
         words = self.lexical.scores(query)
         seeds = dict.fromkeys(nearest)
         seeds.update(dict.fromkeys(i for i, _ in self.lexical.top_of(words, weights.depth)))
-        episodes = neighbourhood(
-            (self._episodes[i] for i in seeds if i in self._episodes), self._sessions, weights.span
+        rows = self._neighbourhood(
+            np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
+            weights.span,
         )
-        ids = [e.id for e in episodes]
-        cosines = self.vectors(ids) @ unit
-        lexical = self.lexical.pick(words, ids)
-        return [
-            PoolItem(
-                id=e.id,
-                kind="episode",
-                dense=float(c),
-                lexical=float(w),
-                session_id=e.session_id,
-                seq=e.seq,
-                speaker=e.speaker,
-                text=e.text,
-                at=e.at,
+        cosines = np.asarray(self._vectors[rows], dtype=np.float32) @ unit
+        lexical = words[self._lexical_row[rows]]
+        out: list[PoolItem] = []
+        for row, c, w in zip(rows.tolist(), cosines.tolist(), lexical.tolist(), strict=True):
+            e = self._by_row[row]
+            assert e is not None
+            out.append(
+                PoolItem(
+                    id=e.id,
+                    kind="episode",
+                    dense=c,
+                    lexical=w,
+                    session_id=e.session_id,
+                    seq=e.seq,
+                    speaker=e.speaker,
+                    text=e.text,
+                    at=e.at,
+                )
             )
-            for e, c, w in zip(episodes, cosines, lexical, strict=True)
-        ]
+        return out
+
+    def _neighbourhood(self, seeds: np.ndarray, span: int) -> np.ndarray:
+        """``neighbourhood`` by rows: the seeds (in order, no repeats), then each one's
+        session neighbours within ``span`` places (a seed's place: the first of its ``seq``)."""
+        order, keys = self._session_order()
+        if not len(seeds):
+            return seeds
+        seeds = seeds[np.sort(np.unique(seeds, return_index=True)[1])]
+        own = self._key[seeds]
+        place = np.searchsorted(keys, own)
+        session = own >> _SEQ_BITS
+        low = np.searchsorted(keys, session << _SEQ_BITS)
+        high = np.searchsorted(keys, (session + 1) << _SEQ_BITS)
+        window = place[:, None] + np.arange(-span, span + 1)
+        inside = (window >= low[:, None]) & (window < high[:, None])
+        found = np.concatenate([seeds, order[window[inside]]])
+        return found[np.sort(np.unique(found, return_index=True)[1])]
+
+    def _session_order(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._order is None:
+            live = np.fromiter(self._row.values(), dtype=np.int64, count=len(self._row))
+            live = live[np.lexsort((self._added[live], self._key[live]))]
+            self._order = (live, self._key[live])
+        return self._order
 
 
 def _unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:

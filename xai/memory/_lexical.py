@@ -168,6 +168,10 @@ class LexicalIndex:
         self._terms[row] = {}
         self._free.append(row)
 
+    def row_of(self, doc_id: str) -> int:
+        """The row of ``doc_id`` (held) in the arrays ``scores`` returns."""
+        return self._row[doc_id]
+
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._arrays.get(term)
         if cached is None:

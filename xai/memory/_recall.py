@@ -159,34 +159,77 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
     n = len(pool)
     if not n:
         return np.zeros(0)
-    dense = np.array([p.dense for p in pool])
-    lexical = np.array([p.lexical for p in pool])
+    dense = np.fromiter((p.dense for p in pool), dtype=np.float64, count=n)
+    lexical = np.fromiter((p.lexical for p in pool), dtype=np.float64, count=n)
     base = (1 - weights.lexical) * _z(dense) + weights.lexical * _z(lexical)
-    episode = np.array([p.kind == "episode" for p in pool])
+    episode = np.fromiter((p.kind == "episode" for p in pool), dtype=bool, count=n)
+    sessions = _Sessions(pool, episode)
     scores = base.copy()
-    where: dict[tuple[str, int], int] = {
-        (p.session_id, p.seq): i for i, p in enumerate(pool) if p.kind == "episode"
-    }
-    for i, item in enumerate(pool):
-        if item.kind != "episode":
-            continue
-        for distance, share in enumerate(weights.neighbours, start=1):
-            for seq in (item.seq - distance, item.seq + distance):
-                j = where.get((item.session_id, seq))
-                if j is not None:
-                    scores[i] += share * base[j]
+    for distance, share in enumerate(weights.neighbours, start=1):
+        for step in (-distance, distance):
+            j = sessions.at(step)
+            found = j >= 0
+            scores[found] += share * base[j[found]]
     spread = float(scores.std()) or 1.0
     speaker = named_speaker(query, {p.speaker for p in pool if p.kind == "episode"})
     if speaker is not None:
         weight = weights.you if speaker == ASSISTANT else weights.speaker
-        scores += weight * spread * np.array([p.speaker == speaker for p in pool])
+        said = np.fromiter((p.speaker == speaker for p in pool), dtype=bool, count=n)
+        scores += weight * spread * said
     if query.lower().lstrip().startswith("when"):
-        talks_of_time = np.array([bool(_TIME_WORDS.search(p.text)) for p in pool]) & episode
+        talks_of_time = np.fromiter(
+            (p.kind == "episode" and bool(_TIME_WORDS.search(p.text)) for p in pool),
+            dtype=bool,
+            count=n,
+        )
         scores += weights.time_words * spread * talks_of_time
     windows = question_windows(query)
     if windows:
         scores += weights.date * spread * _near_dates([p.at for p in pool], windows) * episode
-    return _boost_sessions(scores, pool, weights)
+    return _boost_sessions(scores, sessions, weights)
+
+
+class _Sessions:
+    """The pool's episodes by session and ``seq``, as arrays: ``code`` numbers each session
+    (in the order its first episode appears; -1 for an item of no episode's session)."""
+
+    def __init__(self, pool: Sequence[PoolItem], episode: np.ndarray) -> None:
+        codes: dict[str, int] = {}
+        self.code = np.fromiter(
+            (
+                codes.setdefault(p.session_id, len(codes)) if p.kind == "episode" else -1
+                for p in pool
+            ),
+            dtype=np.int64,
+            count=len(pool),
+        )
+        self.count = len(codes)
+        if self.count and not episode.all():  # a fact in an episode's session (id "")
+            self.code[~episode] = [
+                codes.get(p.session_id, -1) for p, e in zip(pool, episode, strict=True) if not e
+            ]
+        self.episode = episode
+        seq = np.fromiter((p.seq for p in pool), dtype=np.int64, count=len(pool))
+        self.key = (self.code << 32) + seq
+        # (session, seq) -> the last pool index holding it, as a sorted lookup
+        rows = np.flatnonzero(episode)
+        order = rows[np.argsort(self.key[rows], kind="stable")]
+        keys = self.key[order]
+        last = np.ones(len(keys), dtype=bool)
+        last[:-1] = keys[1:] != keys[:-1]
+        self._keys, self._index = keys[last], order[last]
+
+    def at(self, step: int) -> np.ndarray:
+        """For each item, the pool index of the episode ``step`` away in its session
+        (-1 for none, and for every item that is not an episode)."""
+        out = np.full(len(self.key), -1, dtype=np.int64)
+        if not len(self._keys):
+            return out
+        wanted = self.key + step
+        place = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
+        hit = (self._keys[place] == wanted) & self.episode
+        out[hit] = self._index[place[hit]]
+        return out
 
 
 def rank(
@@ -198,21 +241,17 @@ def rank(
     return [(pool[i], float(scores[i])) for i in order]
 
 
-def _boost_sessions(
-    scores: np.ndarray, pool: Sequence[PoolItem], weights: RecallWeights
-) -> np.ndarray:
-    best: dict[str, float] = {}
-    for score, item in zip(scores, pool, strict=True):
-        if item.kind == "episode":
-            best[item.session_id] = max(best.get(item.session_id, -np.inf), float(score))
-    if not best or weights.session <= 0:
+def _boost_sessions(scores: np.ndarray, sessions: _Sessions, weights: RecallWeights) -> np.ndarray:
+    if not sessions.count or weights.session <= 0:
         return scores
-    ordered = sorted(best.values(), reverse=True)
+    best = np.full(sessions.count, -np.inf)
+    np.maximum.at(best, sessions.code[sessions.episode], scores[sessions.episode])
+    ranked = np.argsort(-best, kind="stable")  # ties: the session seen first
     spread = float(scores.std()) or 1.0
-    lead = (ordered[0] - ordered[min(weights.sessions, len(ordered) - 1)]) / spread
+    lead = (best[ranked[0]] - best[ranked[min(weights.sessions, len(ranked) - 1)]]) / spread
     boost = min(weights.session_max, weights.session * lead) * spread
-    top = set(sorted(best, key=lambda s: -best[s])[: weights.sessions])
-    return np.asarray(scores + boost * np.array([p.session_id in top for p in pool]))
+    top = ranked[: weights.sessions]
+    return np.asarray(scores + boost * np.isin(sessions.code, top))
 
 
 def neighbourhood(

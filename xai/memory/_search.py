@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal, TypeAlias
 
+import anyio
 import numpy as np
 
 from xai.memory._episode_index import EpisodeIndex
@@ -65,10 +66,20 @@ async def gather_and_rank(
     """The ``k`` best facts and episodes for ``query`` and their fused scores, best first."""
     fact_tiers = [t for t in tiers if t != "episodes"] if tiers else None
     pool: list[PoolItem] = []
-    if fact_tiers is None or fact_tiers:
-        pool += await _fact_pool(query, vector, facts, index, lexicon, fact_tiers, weights.depth)
-    if episodes is not None and len(episodes.corpus) and (not tiers or "episodes" in tiers):
-        nearest = await episodes.nearest(vector, weights.depth)
+    nearest: list[str] = []
+
+    async def nearest_episodes(index: EpisodeIndex) -> None:
+        nearest.extend(await index.nearest(vector, weights.depth))
+
+    wanted = episodes is not None and len(episodes.corpus) and (not tiers or "episodes" in tiers)
+    async with anyio.create_task_group() as group:
+        if wanted and episodes is not None:  # its chromadb query beside the facts' one
+            group.start_soon(nearest_episodes, episodes)
+        if fact_tiers is None or fact_tiers:
+            pool += await _fact_pool(
+                query, vector, facts, index, lexicon, fact_tiers, weights.depth
+            )
+    if wanted and episodes is not None:
         pool += episodes.corpus.pool(
             query, np.asarray(vector, dtype=np.float32), weights, nearest=nearest
         )

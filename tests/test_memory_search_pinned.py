@@ -1,0 +1,393 @@
+"""Search's rankings pinned on a fixed corpus: a rewrite for speed must change nothing.
+
+The corpus (facts and episodes of 24 sessions) and its vectors are deterministic: a
+bag-of-words embedder hashes each word to a few of 64 dimensions, so meaning is
+word overlap and no model is involved. ``EXPECTED`` is what the retrieval of
+main (4e31588) returned, hit for hit; a change of the weights or cues changes it
+on purpose, and then this file is updated with the new rankings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from xai.memory import (
+    EpisodeCorpus,
+    LongTermMemory,
+    MemoryConfig,
+    RecallWeights,
+    ScoredEpisode,
+    ScoredFact,
+    rank,
+)
+from xai.memory._search import SearchTier
+from xai.messages import Episode, MemoryCandidate
+
+pytestmark = pytest.mark.anyio
+
+DIMENSION = 64
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class WordsEmbedder:
+    """Deterministic vectors: each word adds +-1 on three hashed dimensions."""
+
+    name = "test:words"
+    dimension = DIMENSION
+
+    def vector(self, text: str) -> list[float]:
+        out = np.zeros(DIMENSION)
+        for word in _WORD.findall(text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=6).digest()
+            for n in range(3):
+                out[digest[2 * n] % DIMENSION] += 1.0 if digest[2 * n + 1] % 2 else -1.0
+        norm = float(np.linalg.norm(out))
+        if not norm:
+            out[0], norm = 1.0, 1.0
+        return [float(x) for x in out / norm]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vector(t) for t in texts]
+
+
+_TOPICS = (
+    "pottery class", "hiking trip", "new puppy", "job interview", "piano lessons",
+    "trip to Paris", "marathon training", "garden tomatoes", "book club", "camping weekend",
+    "birthday party", "cooking pasta", "painting a mural", "moving house", "yoga retreat",
+)  # fmt: skip
+_LINES = (
+    "I {verb} the {topic} yesterday and it was great.",
+    "Last week I talked about the {topic} with my sister.",
+    "Do you think the {topic} is a good idea?",
+    "You suggested I try the {topic} next month.",
+    "The {topic} went better than I expected.",
+    "I am nervous about the {topic} this weekend.",
+    "My friend loved the {topic} too.",
+    "We finally finished the {topic} in {month}.",
+)
+_REPLIES = (
+    "That sounds wonderful, tell me more about the {topic}.",
+    "I recommend planning the {topic} early.",
+    "How did you feel after the {topic}?",
+    "I remember you mentioned the {topic} before.",
+)
+_VERBS = ("enjoyed", "started", "missed", "planned", "loved")
+_MONTHS = ("January", "March", "May", "July", "September", "November")
+_START = dt.datetime(2023, 1, 2, 10, tzinfo=dt.UTC).timestamp()
+
+
+def _corpus() -> tuple[list[Episode], list[MemoryCandidate]]:
+    rng = random.Random(14)
+    episodes: list[Episode] = []
+    for s in range(24):
+        session = f"s{s:02d}"
+        speaker = ("Ana", "Ben", "user")[s % 3]
+        topics = rng.sample(_TOPICS, 2)
+        for seq in range(10):
+            topic = topics[seq // 5]
+            values = {"topic": topic, "verb": rng.choice(_VERBS), "month": rng.choice(_MONTHS)}
+            assistant = seq % 2 == 1
+            said = rng.choice(_REPLIES if assistant else _LINES).format(**values)
+            text = f"{said} Note {session}x{seq}."  # no two alike: no exact ties
+            episodes.append(
+                Episode(
+                    id=f"{session}:{seq}",
+                    session_id=session,
+                    turn=seq // 2 + 1,
+                    seq=seq,
+                    origin="assistant" if assistant else "user",
+                    speaker="assistant" if assistant else speaker,
+                    text=text,
+                    at=_START + s * 13 * 86_400 + 60 * seq,
+                )
+            )
+    candidates = [
+        MemoryCandidate(
+            id=f"c{n}",
+            text=f"{('Ana', 'Ben', 'The user')[n % 3]} {rng.choice(_VERBS)} the "
+            f"{rng.choice(_TOPICS)} in {rng.choice(_MONTHS)} {2020 + n % 5} (c{n}).",
+            kind="fact",
+            confidence=0.8,
+            evidence=(episodes[(7 * n) % len(episodes)].id,),
+        )
+        for n in range(60)
+    ]
+    return episodes, candidates
+
+
+QUERIES: tuple[tuple[str, tuple[SearchTier, ...] | None], ...] = (
+    ("pottery class", None),
+    ("What did Ana say about the hiking trip?", None),
+    ("When did Ben start piano lessons?", None),
+    ("What did you recommend about the marathon training?", None),
+    ("What happened at the book club on 15 May 2023?", None),
+    ("the trip to Paris in July 2023", None),
+    ("garden tomatoes", ("episodes",)),
+    ("Ben loved the camping weekend", ("L1", "L2")),
+    ("moving house yoga retreat", ("L1", "episodes")),
+    ("When was the birthday party?", ("episodes",)),
+)
+
+EXPECTED: dict[str, list[str]] = {
+    "pottery class None": [
+        "s08:2",
+        "s01:2",
+        "s01:1",
+        "s06:7",
+        "s01:0",
+        "s02:1",
+        "s04:7",
+        "s07:2",
+        "s07:3",
+        "s08:1",
+    ],
+    "What did Ana say about the hiking trip? None": [
+        "s00:4",
+        "s00:2",
+        "s21:6",
+        "s21:8",
+        "s00:3",
+        "s21:7",
+        "s00:1",
+        "s21:9",
+        "s00:0",
+        "s04:3",
+    ],
+    "When did Ben start piano lessons? None": [
+        "s19:2",
+        "s10:8",
+        "s19:0",
+        "s19:4",
+        "s10:7",
+        "s10:6",
+        "fact:Ben started the piano lessons in January 2023 (c43).",
+        "s22:8",
+        "s11:2",
+        "s22:6",
+    ],
+    "What did you recommend about the marathon training? None": [
+        "s13:7",
+        "s13:9",
+        "s09:9",
+        "s16:7",
+        "s09:5",
+        "s09:7",
+        "s13:5",
+        "s16:5",
+        "s16:9",
+        "s13:8",
+    ],
+    "What happened at the book club on 15 May 2023? None": [
+        "fact:The user enjoyed the book club in March 2020 (c5).",
+        "s20:8",
+        "fact:The user planned the moving house in May 2023 (c23).",
+        "s14:2",
+        "fact:Ben loved the book club in November 2020 (c25).",
+        "s14:0",
+        "s20:7",
+        "s14:1",
+        "s22:2",
+        "s22:0",
+    ],
+    "the trip to Paris in July 2023 None": [
+        "s12:8",
+        "s12:7",
+        "s12:6",
+        "s12:9",
+        "s21:8",
+        "s12:5",
+        "s21:7",
+        "fact:The user missed the hiking trip in November 2023 (c53).",
+        "fact:Ana planned the moving house in July 2023 (c48).",
+        "s21:6",
+    ],
+    "garden tomatoes ('episodes',)": [
+        "s15:2",
+        "s15:1",
+        "s15:3",
+        "s07:7",
+        "s07:6",
+        "s07:8",
+        "s07:9",
+        "s15:0",
+        "s07:5",
+        "s15:4",
+    ],
+    "Ben loved the camping weekend ('L1', 'L2')": [
+        "fact:Ben enjoyed the camping weekend in September 2022 (c52).",
+        "fact:Ben started the camping weekend in January 2022 (c7).",
+        "fact:Ben loved the painting a mural in March 2022 (c22).",
+        "fact:Ben loved the book club in November 2020 (c25).",
+        "fact:Ben loved the painting a mural in July 2024 (c49).",
+        "fact:Ben planned the cooking pasta in March 2020 (c10).",
+        "fact:The user loved the garden tomatoes in May 2022 (c2).",
+        "fact:Ben loved the piano lessons in January 2023 (c28).",
+        "fact:The user loved the new puppy in November 2021 (c11).",
+        "fact:The user loved the yoga retreat in March 2023 (c8).",
+    ],
+    "moving house yoga retreat ('L1', 'episodes')": [
+        "s18:1",
+        "s18:3",
+        "s18:0",
+        "s18:2",
+        "s11:8",
+        "s11:9",
+        "s11:7",
+        "s18:4",
+        "s11:5",
+        "fact:Ana started the yoga retreat in January 2023 (c3).",
+    ],
+    "When was the birthday party? ('episodes',)": [
+        "s08:8",
+        "s10:2",
+        "s17:2",
+        "s17:0",
+        "s23:8",
+        "s14:8",
+        "s05:8",
+        "s08:7",
+        "s05:6",
+        "s21:2",
+    ],
+    "corpus: pottery class": [
+        "s08:2 1.2766",
+        "s01:2 1.1950",
+        "s01:1 1.1694",
+        "s06:7 1.1477",
+        "s01:0 1.1345",
+        "s02:1 1.1282",
+        "s04:7 1.1149",
+        "s07:2 1.1065",
+    ],
+    "corpus: What did Ana say about the hiking trip?": [
+        "s00:4 2.1670",
+        "s00:2 1.8085",
+        "s21:6 1.7851",
+        "s21:8 1.7536",
+        "s00:3 1.4990",
+        "s00:0 1.4460",
+        "s21:7 1.4115",
+        "s21:9 1.3949",
+    ],
+    "corpus: When did Ben start piano lessons?": [
+        "s19:2 4.1397",
+        "s10:8 3.5145",
+        "s19:0 3.4468",
+        "s19:4 2.7679",
+        "s10:7 2.5594",
+        "s10:6 2.4462",
+        "s11:2 2.0542",
+        "s22:8 2.0457",
+    ],
+    "corpus: What did you recommend about the marathon training?": [
+        "s13:7 3.4436",
+        "s13:9 3.1517",
+        "s09:9 3.0966",
+        "s16:7 2.9138",
+        "s09:5 2.8856",
+        "s09:7 2.6522",
+        "s13:5 2.3626",
+        "s16:9 2.3176",
+    ],
+    "corpus: What happened at the book club on 15 May 2023?": [
+        "s20:8 2.0345",
+        "s14:2 1.9239",
+        "s14:0 1.6782",
+        "s20:7 1.5999",
+        "s14:1 1.5360",
+        "s22:2 1.4404",
+        "s22:0 1.3687",
+        "s14:4 1.3560",
+    ],
+    "corpus: the trip to Paris in July 2023": [
+        "s12:8 4.2828",
+        "s12:7 4.1646",
+        "s12:6 3.9478",
+        "s12:9 3.3112",
+        "s21:8 2.6313",
+        "s12:5 2.6307",
+        "s21:7 1.6012",
+        "s02:2 1.1162",
+    ],
+    "corpus: garden tomatoes": [
+        "s15:2 2.7927",
+        "s15:1 2.5122",
+        "s15:3 2.4995",
+        "s07:7 2.4241",
+        "s07:6 2.2780",
+        "s07:8 2.2587",
+        "s07:9 2.2035",
+        "s15:0 2.1173",
+    ],
+    "corpus: Ben loved the camping weekend": [
+        "s00:7 3.3388",
+        "s00:6 3.2028",
+        "s00:8 2.5309",
+        "s00:5 2.4986",
+        "s00:9 2.2691",
+        "s22:0 1.7858",
+        "s13:6 1.2851",
+        "s01:0 1.2714",
+    ],
+    "corpus: moving house yoga retreat": [
+        "s18:1 2.5447",
+        "s18:3 2.3507",
+        "s18:2 2.1198",
+        "s18:0 2.0947",
+        "s11:8 1.8476",
+        "s11:9 1.7207",
+        "s11:7 1.6474",
+        "s18:4 1.5410",
+    ],
+    "corpus: When was the birthday party?": [
+        "s08:8 2.2049",
+        "s10:2 1.7905",
+        "s17:2 1.6847",
+        "s17:0 1.6411",
+        "s23:8 1.6115",
+        "s14:8 1.5319",
+        "s05:8 1.3865",
+        "s08:7 1.3508",
+    ],
+}
+
+
+async def _rankings(tmp_path: Path) -> dict[str, list[str]]:
+    episodes, candidates = _corpus()
+    weights = msgspec.structs.replace(RecallWeights(), depth=12)
+    config = MemoryConfig(use_judge=False, recall=weights)
+    out: dict[str, list[str]] = {}
+    async with LongTermMemory(tmp_path, embedder=WordsEmbedder(), config=config) as memory:
+        await memory.record_episodes(episodes)
+        await memory.adjudicate(candidates, session_id="facts")
+        for query, tiers in QUERIES:
+            hits = await memory.search(query, k=10, tiers=tiers)
+            out[f"{query} {tiers}"] = [
+                h.episode.id if isinstance(h, ScoredEpisode) else f"fact:{h.fact.text}"
+                for h in hits
+                if isinstance(h, ScoredEpisode | ScoredFact)
+            ]
+    corpus = EpisodeCorpus()
+    embedder = WordsEmbedder()
+    corpus.add(episodes, await embedder.embed([f"{e.speaker}: {e.text}" for e in episodes]))
+    for query, _ in QUERIES:
+        vector = np.asarray(embedder.vector(query))
+        pool = corpus.pool(query, vector, weights)
+        out[f"corpus: {query}"] = [
+            f"{item.id} {score:.4f}" for item, score in rank(query, pool, weights, 8)
+        ]
+    return out
+
+
+async def test_search_returns_the_pinned_rankings(tmp_path: Path) -> None:
+    got = await _rankings(tmp_path)
+    assert got == EXPECTED
