@@ -126,6 +126,11 @@ def test_a_fact_stands_where_it_was_said_and_shares_its_turn_s_slot() -> None:
     assert ranked[0] == "f"  # lifted by the date its episode was said on
     assert "e" not in ranked  # its own turn: no second slot
     assert "g" in ranked
+    twin = PoolItem(id="f2", kind="fact", dense=0.15, lexical=0.0, evidence=("e",))
+    ranked = [
+        item.id for item, _ in rank("What did Ana paint on 8 May 2023?", [twin, *pool], WEIGHTS, 3)
+    ]
+    assert {"f", "f2"} <= set(ranked) and "e" not in ranked  # two facts of one turn: two slots
 
 
 async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -> None:

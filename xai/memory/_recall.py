@@ -25,7 +25,8 @@ costs the same at 600 turns and at 100k:
 4. **Facts stand where they were said.** Facts and episodes are z-scored apart (two
    pools of different texts); a fact whose evidence episodes are in the pool takes
    the best of their scores, cues and all (it *is* that turn's knowledge), and a fact
-   and an episode of the same turn take one slot of the ``k``, the fact's. A fact
+   and the episodes it was drawn from take one slot of the ``k`` (two facts drawn
+   from one turn take two). A fact
    with no evidence in the pool keeps its own score. (On LoCoMo 0-4 through the Agent,
    where every user turn is also a fact: 81.9 -> 82.6 recall@10.)
 
@@ -204,15 +205,20 @@ def rank(
     a fact and the episodes it was drawn from take one slot (step 4 of the module doc)."""
     scores = _fuse_kinds(query, pool, weights)
     out: list[tuple[PoolItem, float]] = []
-    covered: set[str] = set()
+    episodes: set[str] = set()  # episodes in the list
+    told: set[str] = set()  # episodes a fact in the list was drawn from
     for i in np.argsort(-scores, kind="stable"):
         if len(out) >= k:
             break
         item = pool[i]
-        turns = set(item.evidence) if item.kind == "fact" else {item.id}
-        if turns and turns <= covered:
-            continue  # its turns are already in the ranking
-        covered |= turns
+        if item.kind == "episode":
+            if item.id in told:
+                continue  # a fact drawn from it is in the list already
+            episodes.add(item.id)
+        else:
+            if item.evidence and episodes.issuperset(item.evidence):
+                continue  # the turns it was drawn from are in the list already
+            told.update(item.evidence)
         out.append((item, float(scores[i])))
     return out
 
