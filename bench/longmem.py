@@ -32,12 +32,12 @@ from longmem_synth import QUESTION_TYPES, write
 
 from xai import __version__
 from xai.eval import (
+    EvalModel,
     HybridRetrieval,
     MemoryBackend,
     RunInfo,
     TurnVectorRAG,
     XaiAgentMemory,
-    eval_model,
     load_longmemeval,
     load_records,
     run_eval,
@@ -63,7 +63,10 @@ async def measure(
     timings: dict[str, float] = {}
     async with AsyncExitStack() as stack:
         server = await stack.enter_async_context(OpenAIWireServer())
-        server.script.add_responder(eval_model)
+        # The offline model answers each input with the reply the dataset recorded for it,
+        # so the assistant's turns become the Sessions' answers (and episodes), as in `xai eval`.
+        offline = EvalModel()
+        server.script.add_responder(offline)
         scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))
         for name in names:
             backend: MemoryBackend
@@ -72,7 +75,9 @@ async def measure(
             elif name == "hybrid":
                 backend = HybridRetrieval(embedder, depth=max(KS))
             elif name == "xai":
-                backend = XaiAgentMemory(out / name / "stores", scripted, embedder, depth=max(KS))
+                backend = XaiAgentMemory(
+                    out / name / "stores", scripted, embedder, depth=max(KS), replies=offline
+                )
             else:
                 raise SystemExit(f"unknown backend {name!r}: choose from rag, hybrid, xai")
             stack.push_async_callback(backend.aclose)

@@ -48,6 +48,10 @@ def _filler(n: int = 12) -> list[PoolItem]:
     return [_episode(f"x{i}", f"sx{i}", 0, dense=0.1 + 0.01 * i) for i in range(n)]
 
 
+def _filler_facts(n: int = 12) -> list[PoolItem]:
+    return [PoolItem(id=f"y{i}", kind="fact", dense=0.1 + 0.01 * i, lexical=0.0) for i in range(n)]
+
+
 def _best(query: str, pool: list[PoolItem], weights: RecallWeights = WEIGHTS) -> str:
     return rank(query, pool, weights, 1)[0][0].id
 
@@ -106,9 +110,27 @@ def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -
     fact = PoolItem(id="f", kind="fact", dense=0.6, lexical=2.0, text="Ana paints")
     episode = _episode("e", "s1", 0, dense=0.4, at=_at("2023-05-08T00:00:00"))
     pool = [fact, episode, *_filler()]
-    assert _best("What does Ana paint?", pool) == "f"
+    assert _best("What does she paint?", [*pool, *_filler_facts()]) == "f"
     scores = fuse("What did Ana paint on 8 May 2023?", pool, WEIGHTS)
     assert scores[1] > scores[0]  # the date lifts the episode, not the fact
+
+
+def test_a_fact_stands_where_it_was_said_and_shares_its_turn_s_slot() -> None:
+    """A fact drawn from an episode in the pool takes that episode's fused score, cues
+    and all (here the date the query names), and the two take one slot of k."""
+    said = _episode("e", "s1", 0, dense=0.3, at=_at("2023-05-08T00:00:00"))
+    fact = PoolItem(id="f", kind="fact", dense=0.15, lexical=0.0, evidence=("e",))
+    rival = PoolItem(id="g", kind="fact", dense=0.35, lexical=0.0)  # alone, better than f
+    pool = [fact, rival, said, *_filler(), *_filler_facts()]
+    ranked = [item.id for item, _ in rank("What did Ana paint on 8 May 2023?", pool, WEIGHTS, 3)]
+    assert ranked[0] == "f"  # lifted by the date its episode was said on
+    assert "e" not in ranked  # its own turn: no second slot
+    assert "g" in ranked
+    twin = PoolItem(id="f2", kind="fact", dense=0.15, lexical=0.0, evidence=("e",))
+    ranked = [
+        item.id for item, _ in rank("What did Ana paint on 8 May 2023?", [twin, *pool], WEIGHTS, 3)
+    ]
+    assert {"f", "f2"} <= set(ranked) and "e" not in ranked  # two facts of one turn: two slots
 
 
 async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -> None:

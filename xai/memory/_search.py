@@ -45,7 +45,14 @@ async def _fact_pool(
     lexical = dict(lexicon.top(query, depth, keep=wanted if tiers else None))
     dense = await index.nearest_and(vector, depth, list(lexical), tiers=tiers)
     return [
-        PoolItem(id=i, kind="fact", dense=cosine, lexical=lexical.get(i, 0.0), text=facts[i].text)
+        PoolItem(
+            id=i,
+            kind="fact",
+            dense=cosine,
+            lexical=lexical.get(i, 0.0),
+            text=facts[i].text,
+            evidence=facts[i].evidence,
+        )
         for i, cosine in dense.items()
         if wanted(i)
     ]
