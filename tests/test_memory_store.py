@@ -65,3 +65,26 @@ async def test_memories_sharing_one_store_keep_to_their_own_collections(tmp_path
             assert isinstance(hit, ScoredFact) and hit.fact.text == "My cat is called Miso."
     finally:
         store.close()
+
+
+async def test_a_decision_made_while_a_prefix_waits_for_its_embedding(tmp_path: Path) -> None:
+    """The prefix awaits the purpose's embedding (and the index's first open): a decision
+    landing meanwhile resets the facts' order, which the prefix must make again, not read
+    as None (the kill campaign found it)."""
+    inner = local_minilm()
+    memory: LongTermMemory | None = None
+
+    class Meddling:
+        name = inner.name
+        dimension = inner.dimension
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            if texts == ["plan a trip"] and memory is not None:
+                await memory.adjudicate([said("I am afraid of flying.", "m2")])
+            return await inner.embed(texts)
+
+    memory = LongTermMemory(tmp_path, embedder=Meddling(), lazy_index=True)  # type: ignore[arg-type]
+    async with memory:
+        await memory.adjudicate([said("I like trains.", "m1")])
+        prefix = await memory.prefix("plan a trip")
+    assert "I like trains." in prefix and "I am afraid of flying." in prefix

@@ -300,6 +300,12 @@ class LongTermMemory(Adjudication, Maintenance):
                     self._lexical = await anyio.to_thread.run_sync(LexicalIndex.of, active)
         return self._lexical
 
+    def _prefix_order(self) -> PrefixOrder:
+        """The prefix's order of the facts, made again after a write."""
+        if self._order is None:
+            self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
+        return self._order
+
     async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
         """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), dated,
         grouped by topic, in budget (``_prefix`` says the order). Superseded facts never
@@ -307,9 +313,8 @@ class LongTermMemory(Adjudication, Maintenance):
         budget = budget_tokens if budget_tokens is not None else self.config.prefix_tokens
         if budget <= 0:
             return ""
-        if self._order is None:
-            self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
-        if not self._order.tiers["L1"] and not self._order.tiers["L2"]:
+        order = self._prefix_order()
+        if not order.tiers["L1"] and not order.tiers["L2"]:
             return ""
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
@@ -317,9 +322,10 @@ class LongTermMemory(Adjudication, Maintenance):
             await self._ensure_index()
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
+            order = self._prefix_order()  # a decision made meanwhile reset it
         now = self.clock()
         text, used, shown = compose_prefix(
-            self._order, self._state.facts, relevance,
+            order, self._state.facts, relevance,
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
