@@ -8,7 +8,6 @@ holds: a second server on the same directory fails with ``AgentLockedError`` (ex
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from xai.agent import Agent, AgentConfig
+from xai.cli._signals import stop_on_signal
 from xai.config import LLMConfig
 from xai.exceptions import ConfigurationError
 from xai.providers import OpenAIProvider
@@ -86,17 +86,10 @@ async def serve_agent(directory: Path, http: str | None) -> int:
             async with anyio.create_task_group() as group:
                 # Ctrl-C or SIGTERM: stop serving, then the Agent closes its Sessions (their
                 # memory candidates adjudicated) before the process ends.
-                group.start_soon(_stop_on_signal, stop)
+                group.start_soon(stop_on_signal, stop)
                 await serve_http(agent, *address, ready=ready, stop=stop)
                 group.cancel_scope.cancel()
     return 0
-
-
-async def _stop_on_signal(stop: anyio.Event) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            stop.set()
-            return
 
 
 def mcp_command(args: argparse.Namespace, default_dir: Path) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,6 +17,7 @@ from pathlib import Path
 import anyio
 
 from xai.agent import AgentHost
+from xai.cli._signals import stop_on_signal
 from xai.config import LLMConfig
 from xai.exceptions import UsageError
 from xai.providers import OpenAIProvider
@@ -90,14 +90,7 @@ async def _serve(
     async with anyio.create_task_group() as group:
         # Ctrl-C or SIGTERM: stop serving, then the host closes its Agents (their Sessions'
         # memory adjudicated) before the process ends.
-        group.start_soon(_stop_on_signal, stop)
+        group.start_soon(stop_on_signal, stop)
         await serve_app(create_app(backend, token=token), host, port, ready=ready, stop=stop)
         group.cancel_scope.cancel()
     return 0
-
-
-async def _stop_on_signal(stop: anyio.Event) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            stop.set()
-            return

@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 
 __all__ = ["DateWindow", "day_of", "question_windows", "session_date", "session_time"]
 
-_MONTHS = [
+MONTHS = (
     "january",
     "february",
     "march",
@@ -28,7 +28,7 @@ _MONTHS = [
     "october",
     "november",
     "december",
-]
+)
 _MONTH = (
     r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -44,7 +44,7 @@ _FOLLOWING_DAYS = 14
 
 
 def _month(name: str) -> int:
-    return _MONTHS.index(next(m for m in _MONTHS if m.startswith(name.lower()[:3]))) + 1
+    return MONTHS.index(next(m for m in MONTHS if m.startswith(name.lower()[:3]))) + 1
 
 
 def _date(year: str, month: int, day: str) -> dt.date | None:

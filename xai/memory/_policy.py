@@ -20,6 +20,7 @@ import functools
 import re
 from typing import Literal, TypeAlias
 
+from xai.memory._dates import MONTHS
 from xai.memory._lexical import lexical_tokens
 
 __all__ = [
@@ -120,18 +121,7 @@ _FILLER = frozenset(
 )
 _TIME = frozenset(
     [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
+        *MONTHS,
         "jan",
         "feb",
         "mar",
