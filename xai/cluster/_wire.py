@@ -57,8 +57,11 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True):
     where: str = ""
 
 
+_NIL = b"\xc0"  # msgpack's nil
+
+
 class Answer(msgspec.Struct, frozen=True, kw_only=True):
-    value: msgspec.Raw | None = None
+    value: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(_NIL))
     failure: Failure | None = None
 
 
@@ -129,5 +132,4 @@ def unwrap(data: bytes, kind: type[T]) -> T:
     got = decode(data, Answer)
     if got.failure is not None:
         raise _raise(got.failure)
-    assert got.value is not None
     return decode(got.value, kind)
