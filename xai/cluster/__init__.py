@@ -7,6 +7,16 @@ indexes on a Chroma server (``HostSpec``). Every value crossing is msgspec.
 
 from xai.cluster._actor import HostActor, HostParts, HostSetup
 from xai.cluster._hosts import NAMESPACE, RayHosts, host_index
+from xai.cluster._setup import llm_setup
 from xai.cluster._wire import HostSpec
 
-__all__ = ["NAMESPACE", "HostActor", "HostParts", "HostSetup", "HostSpec", "RayHosts", "host_index"]
+__all__ = [
+    "NAMESPACE",
+    "HostActor",
+    "HostParts",
+    "HostSetup",
+    "HostSpec",
+    "RayHosts",
+    "host_index",
+    "llm_setup",
+]
