@@ -13,15 +13,19 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 
 from tests.session_helpers import extraction_responder, is_side_request
 from tests.test_agent import echo, judge_adds
+from tests.test_serve import consecutive, open_session, read, seqs, turns_done
 from xai.agent import OpenSession
 from xai.config import LLMConfig
 from xai.events import SessionEvent, ToolCallStarted, TurnDone
-from xai.messages import UserMessage
+from xai.messages import ToolMessage, UserMessage
 from xai.providers import OpenAIProvider, RetryPolicy
+from xai.serve import create_app, serve_app
 from xai.session import read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
@@ -58,10 +62,10 @@ def cluster() -> Iterator[Cluster]:
         node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
         made = Cluster(
             initialize_head=True,
-            head_node_args={**node, "include_dashboard": False},
+            head_node_args={**node, "include_dashboard": False, "resources": {"xai-node-0": 1}},
         )
         try:
-            made.add_node(**node)
+            made.add_node(**node, resources={"xai-node-1": 1})
             made.wait_for_nodes()
             ray.init(address=made.address, namespace="xai", _node_ip_address="127.0.0.1")
             yield made
@@ -144,7 +148,13 @@ def hosts(
         wire_setup, scripted.base_url, scripted.model, str(tmp_path / "marks")
     )
     prefix = f"{request.node.name[:40]}-{os.getpid()}-"
-    made = RayHosts(2, HostSpec(root=str(tmp_path / "agents")), setup, prefix=prefix)
+    made = RayHosts(
+        2,
+        HostSpec(root=str(tmp_path / "agents")),
+        setup,
+        prefix=prefix,
+        options_for=lambda i: {"resources": {f"xai-node-{i}": 0.01}},  # one per node
+    )
     yield made
     for actor in made.actors:
         ray.kill(actor, no_restart=True)
@@ -171,7 +181,7 @@ async def _until_turn_done(hosts: RayHosts, agent: str, session: str, after: int
 async def test_agents_on_two_host_actors_on_two_nodes(hosts: RayHosts) -> None:
     ada, bob = _ids_on_both(hosts)
     nodes = {await hosts.node_id(ada), await hosts.node_id(bob)}
-    assert len(nodes) == 2  # two host actors, on the two nodes (SPREAD)
+    assert len(nodes) == 2  # two host actors, on the two nodes
     for agent in (ada, bob):
         info = await hosts.open_session(agent, OpenSession())
         input_id = await hosts.submit(agent, info.session_id, f"hello from {agent}")
@@ -245,3 +255,41 @@ async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
     history = read_journal(journal).history
     inputs = [m.content for m in history if isinstance(m, UserMessage)]
     assert inputs == ["work", "go on"]  # accepted once, kept through the kill
+    results = {m.tool_name: m.synthetic for m in history if isinstance(m, ToolMessage)}
+    assert results == {"note": False, "slow": True}  # the interrupted call: a made-up result
+
+
+async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
+    """``xai serve --ray``: the same HTTP + SSE API, RayHosts as its Backend."""
+    async with anyio.create_task_group() as group:
+        stop, listening = anyio.Event(), anyio.Event()
+        urls: list[str] = []
+
+        def ready(url: str) -> None:
+            urls.append(url)
+            listening.set()
+
+        app = create_app(hosts)
+        group.start_soon(functools.partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
+        await listening.wait()
+        try:
+            async with httpx.AsyncClient(base_url=urls[0], timeout=30) as client:
+                for agent in _ids_on_both(hosts):
+                    session = await open_session(client, agent)
+                    path = f"/agents/{agent}/sessions/{session}"
+                    sent = await client.post(path + "/messages", json={"text": "hi"})
+                    assert sent.status_code == 202, sent.text
+                    got = await read(client, path + "/events", turns_done(1))
+                    assert consecutive(seqs(got))
+                    resumed = await read(
+                        client,
+                        path + "/events",
+                        lambda g: len(g) >= 1,
+                        headers={"Last-Event-ID": str(seqs(got)[-2])},
+                    )
+                    assert seqs(resumed) == [seqs(got)[-1]]  # from its last number, no gap
+                    assert (await client.delete(path)).status_code in (200, 204)
+                missing = await client.get("/agents/nobody/sessions/nothing/events")
+                assert missing.status_code == 404
+        finally:
+            stop.set()

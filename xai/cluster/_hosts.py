@@ -8,7 +8,7 @@ is a ``Backend`` for ``xai serve --ray``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import ray
@@ -38,7 +38,9 @@ class RayHosts:
     """The host actors ``{prefix}0`` .. ``{prefix}{hosts-1}`` in namespace ``xai``,
     created if missing (detached: they outlive this client), found if running.
 
-    Call ``ray.init(address=..., namespace="xai")`` first. A host actor that dies is
+    Call ``ray.init(address=..., namespace="xai")`` first. ``spread`` asks Ray to spread
+    them over the nodes (best effort); ``options_for(i)`` adds Ray actor options for actor
+    ``i`` (e.g. ``resources`` pinning it to a node). A host actor that dies is
     restarted by Ray (``max_restarts=-1``) and its Agents reopen from the shared root.
     ``submit`` is retried through a restart and is idempotent (the client names each
     input); ``open_session`` and ``events`` are not retried (a reader reconnects with
@@ -53,6 +55,7 @@ class RayHosts:
         prefix: str = "xai-host-",
         spread: bool = True,
         max_concurrency: int = 1000,
+        options_for: Callable[[int], dict[str, Any]] | None = None,
     ) -> None:
         if hosts < 1:
             raise ConfigurationError("hosts: at least 1")
@@ -71,7 +74,10 @@ class RayHosts:
         encoded = encode(spec)
         self.names = [f"{prefix}{i}" for i in range(hosts)]
         self.actors: list[Any] = [
-            actor.options(name=name, **options).remote(encoded, setup) for name in self.names
+            actor.options(**options, name=name, **(options_for(i) if options_for else {})).remote(
+                encoded, setup
+            )
+            for i, name in enumerate(self.names)
         ]
 
     def actor_for(self, agent_id: str) -> Any:
