@@ -13,6 +13,7 @@ import pytest
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from xai.agent import AgentConfig, AgentHost, FakeClock, OpenSession
+from xai.events import TurnDone
 from xai.exceptions import ConfigurationError
 from xai.messages import TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
@@ -133,3 +134,27 @@ async def test_the_options_are_checked(tmp_path: Path, provider: OpenAIProvider)
         AgentHost(tmp_path, lambda _: provider, max_agents=0)
     with pytest.raises(ConfigurationError):
         AgentHost(tmp_path, lambda _: provider, idle_seconds=0)
+
+
+async def test_a_submit_repeated_with_its_input_id_is_queued_once(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with AgentHost(tmp_path, lambda _: provider) as host:
+        info = await host.open_session("ada", OpenSession())
+        for _ in range(2):  # a client retrying a call whose answer it lost
+            given = await host.submit("ada", info.session_id, "hi", input_id="input-1")
+            assert given == "input-1"
+        done = 0
+        async for event in await host.events("ada", info.session_id):  # until it closes
+            if isinstance(event.event, TurnDone):
+                done += 1
+                again = await host.submit("ada", info.session_id, "hi", input_id="input-1")
+                assert again == "input-1"
+                assert (await host.session_info("ada", info.session_id)).turns == 1
+                assert not (await host.agent("ada")).sessions[info.session_id].pending_inputs
+                await host.close_session("ada", info.session_id)
+        assert done == 1
+        agent = await host.agent("ada")
+        journal = agent.directory / "sessions" / info.session_id / "journal.jsonl"
+        history = read_journal(journal).history
+        assert [m.content for m in history if isinstance(m, UserMessage)] == ["hi"]

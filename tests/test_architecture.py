@@ -46,6 +46,9 @@ LAYERS: dict[str, int] = {
     # The HTTP + SSE gateway (`xai serve`) over a host of Agents: a facade, like mcp; only the
     # CLI imports it.
     "serve": 8,
+    # Hosts on a Ray cluster (`xai[ray]`): a facade over the host of Agents, like serve (which
+    # it serves as a `Backend` structurally, without importing it); only the CLI imports it.
+    "cluster": 8,
     "agent": 7,
     # The test doubles stand in for a model: they speak the provider protocol and never use a
     # Query. One of them, `demo_model` (the scripted model of `xai demo` and the offline Quick

@@ -338,8 +338,15 @@ def test_the_cli_refuses_a_public_bind_without_a_token_and_the_ray_flag(
     monkeypatch.delenv("XAI_SERVE_TOKEN", raising=False)
     assert main(["serve", "--root", str(tmp_path), "--host", "0.0.0.0"]) == 2
     assert "XAI_SERVE_TOKEN" in capsys.readouterr().err
-    assert main(["serve", "--root", str(tmp_path), "--ray", "127.0.0.1:6379"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+    for name in ("LLM_MODEL", "LLM_BASE_URL", "LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    ray = ["serve", "--root", str(tmp_path), "--ray", "127.0.0.1:6379"]
+    assert main(ray) == 2  # the scripted model is not shipped to host actors
+    assert "set LLM_*" in capsys.readouterr().err
+    assert main([*ray, "--hosts", "0"]) == 2
+    assert "--hosts 0" in capsys.readouterr().err
+    assert main([*ray, "--chroma", "nowhere"]) == 2
+    assert "--chroma nowhere: HOST:PORT" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing started
 
 

@@ -30,7 +30,7 @@ from xai.exceptions import (
 )
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
-from xai.messages import CloseReason, Origin, TurnOutcome, Usage
+from xai.messages import CloseReason, Origin, TurnOutcome, Usage, UserMessage
 from xai.providers import Provider
 from xai.session import Session
 from xai.tools import Tool
@@ -116,6 +116,7 @@ class AgentHost:
             raise ConfigurationError("replay_events: at least 1")
         self.replay_events = replay_events
         self._streams: OrderedDict[tuple[str, str], SessionStream] = OrderedDict()
+        self._inputs: dict[tuple[str, str], set[str]] = {}  # caller-given input ids, per Session
         self.root = Path(root)
         self.max_agents = max_agents
         self.idle_seconds = idle_seconds
@@ -296,15 +297,34 @@ class AgentHost:
             return self._info(agent, session.id)
 
     async def submit(
-        self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
+        self,
+        agent_id: str,
+        session_id: str,
+        text: str,
+        *,
+        origin: Origin = "user",
+        input_id: str | None = None,
     ) -> str:
         """Queue ``text`` as an input and return its id once it is accepted (on disk),
-        without waiting for the turn: its events come through ``events``."""
+        without waiting for the turn: its events come through ``events``.
+
+        ``input_id`` (the caller's id for the input) makes a repeated submit harmless: an
+        input of that id the Session already has (waiting, run, or in its journal from
+        before a restart) is not queued again, its id is returned."""
         async with self._use(agent_id) as agent:
             session = self._session(agent, session_id)
             self._stream_of(agent_id, session)  # from before the turn: nothing is missed
-            handle = session.send(text, origin=origin)
+            sent = self._inputs.setdefault((agent_id, session.id), set())
+            if input_id is not None and (input_id in sent or _has_input(session, input_id)):
+                _log.info("host.input_repeated", agent_id=agent_id, input_id=input_id)
+                return input_id
+            message = UserMessage(content=text, origin=origin)
+            if input_id is not None:
+                message = msgspec.structs.replace(message, id=input_id)
+            handle = session.send(message)
             assert handle.input is not None
+            if input_id is not None:
+                sent.add(input_id)
             return handle.input.id
 
     async def events(
@@ -401,3 +421,11 @@ class AgentHost:
         async with anyio.create_task_group() as group:
             for agent in agents:
                 group.start_soon(agent.close)
+
+
+def _has_input(session: Session, input_id: str) -> bool:
+    """Whether the Session's journal had an input of this id when it was (re)opened: in its
+    history (run, or running when it stopped) or requeued (accepted, not started)."""
+    if any(m.id == input_id for m in session.history if isinstance(m, UserMessage)):
+        return True
+    return any(h.input is not None and h.input.id == input_id for h in session.requeued)

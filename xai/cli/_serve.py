@@ -1,4 +1,5 @@
-"""``xai serve``: the HTTP + SSE gateway (docs/serve.md) over an in-process ``AgentHost``.
+"""``xai serve``: the HTTP + SSE gateway (docs/serve.md) over an in-process ``AgentHost``,
+or over host actors on a Ray cluster (``--ray``, docs/scale-out.md).
 
 The model comes from ``LLM_*``; without it, the scripted model of ``xai demo`` answers
 over real HTTP from xai's OpenAI-wire test server (offline). Loopback by default;
@@ -8,13 +9,15 @@ beyond it the token in ``XAI_SERVE_TOKEN`` is required (clients send it as a bea
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from xai.agent import AgentHost
 from xai.cli._signals import stop_on_signal
@@ -46,25 +49,77 @@ def add_serve_parser(
         "--max-agents", type=int, help="Agents running at once (idle ones are suspended past it)"
     )
     serve.add_argument(
-        "--ray", metavar="ADDRESS", help="host the Agents on a Ray cluster (not available yet)"
+        "--ray",
+        metavar="ADDRESS",
+        help="host the Agents on the Ray cluster at ADDRESS (host:port of its head; "
+        "--root must be a directory every node shares; docs/scale-out.md)",
+    )
+    serve.add_argument("--hosts", type=int, default=2, help="with --ray: host actors (default 2)")
+    serve.add_argument(
+        "--chroma",
+        metavar="HOST:PORT",
+        help="with --ray: the Chroma server of the memory indexes (default: an embedded store "
+        "under --root/.index, for one machine only)",
     )
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    if args.ray is not None:
-        raise UsageError("--ray: the Ray backend is not available yet; serve in-process")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: 0-65535")
     token = os.environ.get(TOKEN_VARIABLE) or None
     check_bind(args.host, token)  # before anything starts
-    return anyio.run(_serve, args.root.expanduser(), args.host, args.port, args.max_agents, token)
+    root = args.root.expanduser()
+    ray_backend = None if args.ray is None else _ray_backend(args, root)
+    return anyio.run(_serve, root, args.host, args.port, args.max_agents, token, ray_backend)
+
+
+def _ray_backend(args: argparse.Namespace, root: Path) -> Callable[[], Backend]:
+    """Checks the ``--ray`` options now; the backend is made once the gateway runs."""
+    if args.hosts < 1:
+        raise UsageError(f"--hosts {args.hosts}: at least 1")
+    chroma: tuple[str, int] | None = None
+    if args.chroma is not None:
+        name, _, number = str(args.chroma).rpartition(":")
+        if not name or not number.isdigit():
+            raise UsageError(f"--chroma {args.chroma}: HOST:PORT")
+        chroma = (name, int(number))
+    config = LLMConfig.from_env()
+    if not config.is_configured:
+        raise UsageError("--ray: set LLM_* (the offline scripted model runs in-process only)")
+    try:
+        import ray
+
+        from xai.cluster import NAMESPACE, HostSpec, RayHosts, llm_setup
+    except ImportError as error:
+        raise UsageError(f"--ray needs the xai[ray] extra ({error})") from None
+
+    def make() -> Backend:
+        ray.init(address=args.ray, namespace=NAMESPACE)
+        spec = HostSpec(
+            root=str(root.resolve()),
+            chroma_host=chroma[0] if chroma else None,
+            chroma_port=chroma[1] if chroma else None,
+            max_agents=args.max_agents,
+        )
+        setup = functools.partial(llm_setup, msgspec.json.encode(config))
+        return RayHosts(args.hosts, spec, setup)
+
+    return make
 
 
 async def _serve(
-    root: Path, host: str, port: int, max_agents: int | None, token: str | None
+    root: Path,
+    host: str,
+    port: int,
+    max_agents: int | None,
+    token: str | None,
+    ray_backend: Callable[[], Backend] | None = None,
 ) -> int:
     @asynccontextmanager
     async def backend() -> AsyncIterator[Backend]:
+        if ray_backend is not None:  # the host actors outlive the gateway (detached)
+            yield ray_backend()
+            return
         config = LLMConfig.from_env()
         async with AsyncExitStack() as stack:
             tools = []

@@ -1,0 +1,295 @@
+"""Hosts on Ray: a real two-node Ray cluster on this machine (127.0.0.1 only), started once
+for the module; each test makes its own host actors (named after the test) and ends them."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import os
+import signal
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests.session_helpers import extraction_responder, is_side_request
+from tests.test_agent import echo, judge_adds
+from tests.test_serve import consecutive, open_session, read, seqs, turns_done
+from xai.agent import OpenSession
+from xai.config import LLMConfig
+from xai.events import SessionEvent, ToolCallStarted, TurnDone
+from xai.messages import ToolMessage, UserMessage
+from xai.providers import OpenAIProvider, RetryPolicy
+from xai.serve import create_app, serve_app
+from xai.session import read_journal
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+
+_RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray's node address is 127.0.0.1 (not the address of the route out) for every node
+    # and for the driver's own connection (Ray resolves 127.0.0.1 to it).
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+}
+# Read when Ray is imported (ray_constants), so set before it is; this module's own keys.
+os.environ.update(_RAY_ENV)
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (the xai[ray] extra)")
+psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not installed")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from xai.cluster import HostParts, HostSpec, RayHosts, host_index  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # Ray's object refs are awaited on asyncio
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """A head node and a second node, one CPU each, in a temp dir of their own."""
+    saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}
+    with tempfile.TemporaryDirectory(prefix="xr", dir="/tmp") as temp:  # (socket paths are short)
+        os.environ["RAY_TMPDIR"] = temp
+        node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+        made = Cluster(
+            initialize_head=True,
+            head_node_args={**node, "include_dashboard": False, "resources": {"xai-node-0": 1}},
+        )
+        try:
+            made.add_node(**node, resources={"xai-node-1": 1})
+            made.wait_for_nodes()
+            ray.init(address=made.address, namespace="xai", _node_ip_address="127.0.0.1")
+            yield made
+        finally:
+            ray.shutdown()
+            made.shutdown()  # type: ignore[no-untyped-call]
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def _runs(marks: Path, name: str) -> int:
+    path = marks / name
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@asynccontextmanager
+async def wire_setup(base_url: str, model: str, marks: str) -> AsyncIterator[HostParts]:
+    """In the host actor: a provider for the test's wire server, and two tools that
+    record each run in ``marks`` (``slow`` never returns the first time)."""
+    import anyio
+
+    async def note() -> str:
+        """Note that the work began."""
+        with (Path(marks) / "note").open("a") as out:
+            out.write("ran\n")
+        return "noted"
+
+    async def slow() -> str:
+        """Do the slow part."""
+        path = Path(marks) / "slow"
+        first = not path.exists()
+        with path.open("a") as out:
+            out.write("ran\n")
+        if first:
+            await anyio.sleep_forever()
+        return "slow done"
+
+    config = LLMConfig(
+        model=model, base_url=base_url, api_key="test-key", timeout=10.0, max_retries=2
+    )
+    provider = OpenAIProvider(config, retry=RetryPolicy(max_retries=2, initial_delay=0.01))
+    try:
+        yield HostParts(provider_for=lambda _: provider, tools=(note, slow))
+    finally:
+        await provider.aclose()
+
+
+def works(body: Mapping[str, Any]) -> Reply | None:
+    """``work``: call ``note``, then ``slow``, then answer."""
+    if is_side_request(body):
+        return None
+    messages = body["messages"]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users or messages[users[-1]].get("content") != "work":
+        return None
+    tools = sum(1 for m in messages[users[-1] :] if m.get("role") == "tool")
+    if tools == 0:
+        return Reply(tool_calls=(ScriptedCall(name="note"),))
+    if tools == 1:
+        return Reply(tool_calls=(ScriptedCall(name="slow"),))
+    return Reply(text="work done")
+
+
+@pytest.fixture
+def scripted(openai_server: OpenAIWireServer) -> OpenAIWireServer:
+    for responder in (works, extraction_responder, judge_adds, echo):
+        openai_server.script.add_responder(responder)
+    return openai_server
+
+
+@pytest.fixture
+def hosts(
+    cluster: Cluster, scripted: OpenAIWireServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[RayHosts]:
+    (tmp_path / "marks").mkdir()
+    setup = functools.partial(
+        wire_setup, scripted.base_url, scripted.model, str(tmp_path / "marks")
+    )
+    prefix = f"{request.node.name[:40]}-{os.getpid()}-"
+    made = RayHosts(
+        2,
+        HostSpec(root=str(tmp_path / "agents")),
+        setup,
+        prefix=prefix,
+        options_for=lambda i: {"resources": {f"xai-node-{i}": 0.01}},  # one per node
+    )
+    yield made
+    for actor in made.actors:
+        ray.kill(actor, no_restart=True)
+
+
+def _ids_on_both(hosts: RayHosts) -> tuple[str, str]:
+    """Two Agent ids the stable hash puts on different host actors."""
+    names = [f"user-{i}" for i in range(50)]
+    first = names[0]
+    other = next(n for n in names if host_index(n, 2) != host_index(first, 2))
+    return first, other
+
+
+async def _until_turn_done(hosts: RayHosts, agent: str, session: str, after: int) -> list[Any]:
+    bodies = []
+    async for event in await hosts.events(agent, session, after):
+        assert isinstance(event, SessionEvent)
+        bodies.append(event.event)
+        if isinstance(event.event, TurnDone):
+            return bodies
+    raise AssertionError("the stream ended before the turn did")
+
+
+async def test_agents_on_two_host_actors_on_two_nodes(hosts: RayHosts) -> None:
+    ada, bob = _ids_on_both(hosts)
+    nodes = {await hosts.node_id(ada), await hosts.node_id(bob)}
+    assert len(nodes) == 2  # two host actors, on the two nodes
+    for agent in (ada, bob):
+        info = await hosts.open_session(agent, OpenSession())
+        input_id = await hosts.submit(agent, info.session_id, f"hello from {agent}")
+        bodies = await _until_turn_done(hosts, agent, info.session_id, 0)
+        done = bodies[-1]
+        assert done.outcome.text == f"echo: hello from {agent}"
+        assert done.outcome.input_id == input_id
+        assert (await hosts.session_info(agent, info.session_id)).turns == 1
+        await hosts.close_session(agent, info.session_id)
+    assert await hosts.pid(ada) != await hosts.pid(bob)
+
+
+def _loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+async def test_every_socket_the_cluster_listens_on_is_loopback(hosts: RayHosts) -> None:
+    ada, bob = _ids_on_both(hosts)
+    for agent in (ada, bob):  # the host actors run (their workers listen too)
+        await hosts.open_session(agent, OpenSession())
+    processes = psutil.Process(os.getpid()).children(recursive=True)
+    names = {p.name() for p in processes}
+    assert {"gcs_server", "raylet"} <= names, names
+    listening = [
+        (p.pid, p.name(), c.laddr)
+        for p in processes
+        for c in p.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    assert len(listening) > 4
+    beyond = [(pid, name, addr) for pid, name, addr in listening if not _loopback(addr.ip)]
+    assert beyond == []
+
+
+async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
+    hosts: RayHosts, tmp_path: Path
+) -> None:
+    agent = "killed"
+    marks = tmp_path / "marks"
+    info = await hosts.open_session(agent, OpenSession())
+    session = info.session_id
+    input_id = await hosts.submit(agent, session, "work", input_id="work-1")
+    assert input_id == "work-1"
+    stream = await hosts.events(agent, session, 0)
+    async for event in stream:  # until the slow tool runs (the note tool has finished)
+        if isinstance(event.event, ToolCallStarted) and event.event.call.name == "slow":
+            break
+    old = await hosts.pid(agent)
+    os.kill(old, signal.SIGKILL)
+    with pytest.raises(ray.exceptions.RayActorError):
+        async for _ in stream:
+            pass
+
+    # The next calls wait for the restarted actor; the Agent reopens from its directory.
+    restarted = await hosts.session_info(agent, session)
+    assert await hosts.pid(agent) != old
+    assert restarted.turns == 1  # the interrupted turn is in the journal
+    # The same input again (a client retrying through the crash): not queued twice.
+    assert await hosts.submit(agent, session, "work", input_id="work-1") == "work-1"
+    await hosts.submit(agent, session, "go on")
+    bodies = await _until_turn_done(hosts, agent, session, 0)
+    assert bodies[-1].outcome.text == "echo: go on"
+    await hosts.close_session(agent, session)
+
+    assert _runs(marks, "note") == 1  # the finished tool call never ran again
+    assert _runs(marks, "slow") == 1  # the interrupted one is not re-run either
+    journal = tmp_path / "agents" / agent / "sessions" / session / "journal.jsonl"
+    history = read_journal(journal).history
+    inputs = [m.content for m in history if isinstance(m, UserMessage)]
+    assert inputs == ["work", "go on"]  # accepted once, kept through the kill
+    results = {m.tool_name: m.synthetic for m in history if isinstance(m, ToolMessage)}
+    assert results == {"note": False, "slow": True}  # the interrupted call: a made-up result
+
+
+async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
+    """``xai serve --ray``: the same HTTP + SSE API, RayHosts as its Backend."""
+    async with anyio.create_task_group() as group:
+        stop, listening = anyio.Event(), anyio.Event()
+        urls: list[str] = []
+
+        def ready(url: str) -> None:
+            urls.append(url)
+            listening.set()
+
+        app = create_app(hosts)
+        group.start_soon(functools.partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
+        await listening.wait()
+        try:
+            async with httpx.AsyncClient(base_url=urls[0], timeout=30) as client:
+                for agent in _ids_on_both(hosts):
+                    session = await open_session(client, agent)
+                    path = f"/agents/{agent}/sessions/{session}"
+                    sent = await client.post(path + "/messages", json={"text": "hi"})
+                    assert sent.status_code == 202, sent.text
+                    got = await read(client, path + "/events", turns_done(1))
+                    assert consecutive(seqs(got))
+                    resumed = await read(
+                        client,
+                        path + "/events",
+                        lambda g: len(g) >= 1,
+                        headers={"Last-Event-ID": str(seqs(got)[-2])},
+                    )
+                    assert seqs(resumed) == [seqs(got)[-1]]  # from its last number, no gap
+                    assert (await client.delete(path)).status_code in (200, 204)
+                missing = await client.get("/agents/nobody/sessions/nothing/events")
+                assert missing.status_code == 404
+        finally:
+            stop.set()

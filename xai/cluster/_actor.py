@@ -1,0 +1,160 @@
+"""``HostActor``: one ``AgentHost`` inside a Ray async actor, called with msgspec bytes.
+
+Its host runs in a task of its own on the actor's event loop (started by the first
+call), so calls come and go while the Agents live on. On a restart (``max_restarts``)
+the new actor process starts the host again on the same shared root: each Agent
+reopens from its directory when first called, its Sessions from their journals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from xai.agent import AgentHost, OpenSession
+from xai.cluster._wire import HostSpec, answer, decode, encode, failure_of
+from xai.exceptions import XaiError
+from xai.logs import get_logger
+from xai.memory import IndexStore
+from xai.providers import Provider
+from xai.tools import Tool
+
+__all__ = ["HostActor", "HostParts", "HostSetup"]
+
+_log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class HostParts:
+    """What a host actor's Agents run with, made in the actor's process."""
+
+    provider_for: Callable[[str], Provider]
+    tools: Iterable[Tool | Callable[..., Any]] = field(default=())
+
+
+HostSetup = Callable[[], AbstractAsyncContextManager[HostParts]]
+"""Makes (and later closes) the ``HostParts`` in the actor: code, shipped by Ray's pickling
+(a module-level function, or a ``functools.partial`` of one, importable on every node)."""
+
+
+class HostActor:
+    """Hosts Agents by id on this Ray worker; every value in and out is msgspec bytes."""
+
+    def __init__(self, spec: bytes, setup: HostSetup) -> None:
+        self.spec = decode(spec, HostSpec)
+        self._setup = setup
+        self._host: AgentHost | None = None
+        self._started: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+
+    async def _running(self) -> AgentHost:
+        if self._started is None:
+            self._started = asyncio.Event()
+            self._task = asyncio.create_task(self._run())
+        await self._started.wait()
+        if self._host is None:
+            raise XaiError(f"the host did not start: {self._error!r}")
+        return self._host
+
+    async def _run(self) -> None:
+        assert self._started is not None
+        spec = self.spec
+        store = None
+        if spec.chroma_host is not None and spec.chroma_port is not None:
+            store = IndexStore.server(spec.chroma_host, spec.chroma_port)
+        try:
+            async with (
+                self._setup() as parts,
+                AgentHost(
+                    spec.root,
+                    parts.provider_for,
+                    tools=parts.tools,
+                    index_store=store,
+                    max_agents=spec.max_agents,
+                    idle_seconds=spec.idle_seconds,
+                ) as host,
+            ):
+                self._host = host
+                self._started.set()
+                _log.info("cluster.host_started", root=spec.root, pid=os.getpid())
+                await asyncio.Event().wait()  # until the actor ends
+        except BaseException as error:
+            self._error = error
+            self._host = None
+            self._started.set()
+            raise
+        finally:
+            if store is not None:
+                store.close()
+
+    async def pid(self) -> int:
+        """This actor's worker process (tests kill it)."""
+        return os.getpid()
+
+    async def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def agent_ids(self) -> list[str]:
+        return (await self._running()).agent_ids
+
+    async def open_session(self, agent_id: str, request: bytes) -> bytes:
+        try:
+            host = await self._running()
+            return answer(await host.open_session(agent_id, decode(request, OpenSession)))
+        except XaiError as error:
+            return failure_of(error)
+
+    async def submit(self, agent_id: str, session_id: str, text: str, input_id: str) -> bytes:
+        try:
+            host = await self._running()
+            return answer(await host.submit(agent_id, session_id, text, input_id=input_id))
+        except XaiError as error:
+            return failure_of(error)
+
+    async def session_info(self, agent_id: str, session_id: str) -> bytes:
+        try:
+            host = await self._running()
+            return answer(await host.session_info(agent_id, session_id))
+        except XaiError as error:
+            return failure_of(error)
+
+    @ray.method(num_returns="streaming")
+    async def events(self, agent_id: str, session_id: str, after: int) -> AsyncIterator[bytes]:
+        """First an answer (``None``, or the failure refusing the read), then each
+        ``SessionEvent`` numbered above ``after``, encoded, until the Session closes."""
+        try:
+            host = await self._running()
+            stream = await host.events(agent_id, session_id, after)
+        except XaiError as error:
+            yield failure_of(error)
+            return
+        yield answer(None)
+        async for event in stream:
+            yield encode(event)
+
+    async def close_session(self, agent_id: str, session_id: str) -> bytes:
+        try:
+            host = await self._running()
+            await host.close_session(agent_id, session_id)
+            return answer(None)
+        except XaiError as error:
+            return failure_of(error)
+
+    async def facts(self, agent_id: str) -> bytes:
+        try:
+            return answer(await (await self._running()).facts(agent_id))
+        except XaiError as error:
+            return failure_of(error)
+
+    async def search_memory(self, agent_id: str, query: str, k: int) -> bytes:
+        try:
+            return answer(await (await self._running()).search_memory(agent_id, query, k))
+        except XaiError as error:
+            return failure_of(error)

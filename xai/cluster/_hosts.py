@@ -1,0 +1,143 @@
+"""``RayHosts``: the client of N named, detached host actors; an Agent id always goes to
+the same one (a stable hash of the id), so each Agent has one owner at a time.
+
+Its calls are the in-process host's (``AgentHost``), with the same plain values, and it
+is a ``Backend`` for ``xai serve --ray``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import ray
+
+from xai.agent import OpenSession, SessionInfo
+from xai.cluster._actor import HostActor, HostSetup
+from xai.cluster._wire import HostSpec, decode, encode, unwrap
+from xai.events import SessionEvent
+from xai.exceptions import ConfigurationError
+from xai.memory import Fact, MemoryHit
+from xai.messages import new_id
+
+__all__ = ["NAMESPACE", "RayHosts", "host_index"]
+
+NAMESPACE = "xai"
+"""The Ray namespace of the host actors."""
+
+
+def host_index(agent_id: str, hosts: int) -> int:
+    """The host actor of ``agent_id`` among ``hosts``: the same in every process and run
+    (blake2b of the id; Python's ``hash`` of a str differs per process)."""
+    digest = hashlib.blake2b(agent_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % hosts
+
+
+class RayHosts:
+    """The host actors ``{prefix}0`` .. ``{prefix}{hosts-1}`` in namespace ``xai``,
+    created if missing (detached: they outlive this client), found if running.
+
+    Call ``ray.init(address=..., namespace="xai")`` first. ``spread`` asks Ray to spread
+    them over the nodes (best effort); ``options_for(i)`` adds Ray actor options for actor
+    ``i`` (e.g. ``resources`` pinning it to a node). A host actor that dies is
+    restarted by Ray (``max_restarts=-1``) and its Agents reopen from the shared root.
+    ``submit`` is retried through a restart and is idempotent (the client names each
+    input); ``open_session`` and ``events`` are not retried (a reader reconnects with
+    its last sequence number)."""
+
+    def __init__(
+        self,
+        hosts: int,
+        spec: HostSpec,
+        setup: HostSetup,
+        *,
+        prefix: str = "xai-host-",
+        spread: bool = True,
+        max_concurrency: int = 1000,
+        options_for: Callable[[int], dict[str, Any]] | None = None,
+    ) -> None:
+        if hosts < 1:
+            raise ConfigurationError("hosts: at least 1")
+        self.spec = spec
+        options: dict[str, Any] = {
+            "namespace": NAMESPACE,
+            "lifetime": "detached",
+            "get_if_exists": True,
+            "max_restarts": -1,
+            "max_task_retries": 0,  # per method below: only the idempotent ones
+            "max_concurrency": max_concurrency,
+        }
+        if spread:
+            options["scheduling_strategy"] = "SPREAD"
+        actor = ray.remote(HostActor)
+        encoded = encode(spec)
+        self.names = [f"{prefix}{i}" for i in range(hosts)]
+        self.actors: list[Any] = [
+            actor.options(**options, name=name, **(options_for(i) if options_for else {})).remote(
+                encoded, setup
+            )
+            for i, name in enumerate(self.names)
+        ]
+
+    def actor_for(self, agent_id: str) -> Any:
+        """The handle of the host actor that owns ``agent_id``."""
+        return self.actors[host_index(agent_id, len(self.actors))]
+
+    async def open_session(self, agent_id: str, request: OpenSession) -> SessionInfo:
+        data = await self.actor_for(agent_id).open_session.remote(agent_id, encode(request))
+        return unwrap(data, SessionInfo)
+
+    async def submit(
+        self, agent_id: str, session_id: str, text: str, *, input_id: str | None = None
+    ) -> str:
+        """Accept ``text`` as the Session's next input (on disk) and return its id. Retried
+        if the host actor dies meanwhile, never run twice: the input's id (``input_id``,
+        else a new one) names it, and a host that has it does not queue it again."""
+        input_id = input_id or new_id()
+        call = self.actor_for(agent_id).submit.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id, session_id, text, input_id), str)
+
+    async def send(self, agent_id: str, session_id: str, text: str) -> str:
+        """``submit``, as the gateway's ``Backend`` calls it."""
+        return await self.submit(agent_id, session_id, text)
+
+    async def session_info(self, agent_id: str, session_id: str) -> SessionInfo:
+        call = self.actor_for(agent_id).session_info.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id, session_id), SessionInfo)
+
+    async def events(
+        self, agent_id: str, session_id: str, after: int = 0
+    ) -> AsyncIterator[SessionEvent]:
+        """The Session's events numbered above ``after``, then each new one until it closes
+        (a Ray streaming generator). The host's refusal (not found, closed, expired) is
+        raised here, before any event is read. If the host actor dies the stream ends with
+        ``ray.exceptions.RayActorError``: read again from the last number seen."""
+        stream = self.actor_for(agent_id).events.remote(agent_id, session_id, after)
+        first = await stream.__anext__()
+        unwrap(await first, type(None))
+        return _events(stream)
+
+    async def close_session(self, agent_id: str, session_id: str) -> None:
+        call = self.actor_for(agent_id).close_session.options(max_task_retries=-1)
+        unwrap(await call.remote(agent_id, session_id), type(None))
+
+    async def facts(self, agent_id: str) -> list[Fact]:
+        call = self.actor_for(agent_id).facts.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id), list[Fact])
+
+    async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[MemoryHit]:
+        call = self.actor_for(agent_id).search_memory.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id, query, k), list[MemoryHit])
+
+    async def pid(self, agent_id: str) -> int:
+        """The worker process of the host actor that owns ``agent_id``."""
+        return int(await self.actor_for(agent_id).pid.options(max_task_retries=-1).remote())
+
+    async def node_id(self, agent_id: str) -> str:
+        return str(await self.actor_for(agent_id).node_id.options(max_task_retries=-1).remote())
+
+
+async def _events(stream: Any) -> AsyncIterator[SessionEvent]:
+    async for ref in stream:
+        yield decode(await ref, SessionEvent)
