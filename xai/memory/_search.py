@@ -79,13 +79,19 @@ async def gather_and_rank(
         nearest.extend(await index.nearest(vector, weights.depth))
 
     wanted = episodes is not None and len(episodes.corpus) and (not tiers or "episodes" in tiers)
-    async with anyio.create_task_group() as group:
-        if wanted and episodes is not None:  # its chromadb query beside the facts' one
-            group.start_soon(nearest_episodes, episodes)
-        if fact_tiers is None or fact_tiers:
-            pool += await _fact_pool(
-                query, vector, facts, index, lexicon, fact_tiers, weights.depth
-            )
+    try:
+        async with anyio.create_task_group() as group:
+            if wanted and episodes is not None:  # its chromadb query beside the facts' one
+                group.start_soon(nearest_episodes, episodes)
+            if fact_tiers is None or fact_tiers:
+                pool += await _fact_pool(
+                    query, vector, facts, index, lexicon, fact_tiers, weights.depth
+                )
+    except BaseExceptionGroup as failed:  # raised as itself (both queries fail alike)
+        leaves = _leaves(failed)
+        if all(isinstance(e, Exception) for e in leaves) and len({type(e) for e in leaves}) == 1:
+            raise leaves[0] from None
+        raise
     if wanted and episodes is not None:
         pool += episodes.corpus.pool(
             query, np.asarray(vector, dtype=np.float32), weights, nearest=nearest
@@ -118,3 +124,9 @@ async def search_hits(
         elif (episode := episodes.get(item.id)) is not None:
             hits.append(ScoredEpisode(episode, item.dense))
     return hits
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
