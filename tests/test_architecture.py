@@ -78,6 +78,8 @@ LAYERS: dict[str, int] = {
     "events": 1,
     "logs": 1,
     "_actor": 0,
+    # uvicorn on a socket of our own, for the facades that serve HTTP (serve, mcp).
+    "_http": 0,
     "_redact": 0,
     "exceptions": 0,
     "messages": 0,

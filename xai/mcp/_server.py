@@ -8,9 +8,7 @@ the Agent owns. The Agent stays the only writer of its memory.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Annotated, Literal, assert_never
 
 import anyio
@@ -18,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from xai._http import serve_on_socket
 from xai.agent import Agent
 from xai.exceptions import SessionClosedError
 from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
@@ -213,33 +212,5 @@ async def serve_http(
     """Serve ``agent`` over streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
     (a graceful shutdown) or the caller is cancelled; ``ready`` gets the URL once it
     listens (port 0: a free port). Signals are the caller's: nothing here installs handlers."""
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # uvicorn would re-raise a signal after its shutdown, ending the process before
-            # the Agent could close its Sessions: the caller decides what a signal means.
-            yield
-
     app = agent_mcp_server(agent).streamable_http_app(host=host)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen()
-        server = Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        shown = f"[{host}]" if family == socket.AF_INET6 else host
-        # The socket listens already: a client that connects now waits in its backlog until
-        # uvicorn accepts, so the address can be announced before the server loop runs.
-        ready(f"http://{shown}:{sock.getsockname()[1]}/mcp")
-        async with anyio.create_task_group() as group:
-            if stop is not None:
-
-                async def watch(event: anyio.Event) -> None:
-                    await event.wait()
-                    server.should_exit = True
-
-                group.start_soon(watch, stop)
-            await server.serve([sock])
-            group.cancel_scope.cancel()
+    await serve_on_socket(app, host, port, path="/mcp", ready=ready, stop=stop)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import anyio
 from starlette.applications import Starlette
 
+from xai._http import serve_on_socket
 from xai.exceptions import UsageError
 
 __all__ = ["GRACE_SECONDS", "check_bind", "is_loopback", "serve_app"]
@@ -47,35 +46,5 @@ async def serve_app(
     """Serve ``app`` at ``http://host:port`` until ``stop`` is set or the caller is
     cancelled; ``ready`` gets the URL once the socket listens (port 0: a free one).
     Beyond loopback the app must have a token (``create_app(..., token=...)``)."""
-    import uvicorn
-
     check_bind(host, getattr(app.state, "token", None))
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield  # signals are the caller's (the host closes its Agents first)
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen()
-        # An event stream never ends by itself: a shutdown gives open ones a few seconds.
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
-        )
-        server = Server(config)
-        shown = f"[{host}]" if family == socket.AF_INET6 else host
-        async with anyio.create_task_group() as group:
-            if stop is not None:
-
-                async def watch(event: anyio.Event) -> None:
-                    await event.wait()
-                    server.should_exit = True
-
-                group.start_soon(watch, stop)
-            if ready is not None:  # it listens: a client waits in the backlog until uvicorn runs
-                ready(f"http://{shown}:{sock.getsockname()[1]}")
-            await server.serve([sock])
-            group.cancel_scope.cancel()
+    await serve_on_socket(app, host, port, ready=ready, stop=stop, grace_seconds=GRACE_SECONDS)
