@@ -37,7 +37,7 @@ conversations 5-9 are the held-out figures (docs/memory.md, bench/locomo_recall.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias
 
 import msgspec
@@ -51,7 +51,6 @@ __all__ = [
     "RecallWeights",
     "fuse",
     "named_speaker",
-    "neighbourhood",
     "rank",
 ]
 
@@ -294,34 +293,3 @@ def _boost_sessions(scores: np.ndarray, sessions: _Sessions, weights: RecallWeig
     boost = min(weights.session_max, weights.session * lead) * spread
     top = ranked[: weights.sessions]
     return np.asarray(scores + boost * np.isin(sessions.code, top))
-
-
-def neighbourhood(
-    seeds: Iterable[EpisodeLike],
-    in_session: Mapping[str, Sequence[EpisodeLike]],
-    span: int,
-) -> list[EpisodeLike]:
-    """Each seed's session neighbours within ``span`` (by position in ``in_session``,
-    which lists a session's episodes in ``seq`` order), seeds first, no repeats."""
-    out: dict[str, EpisodeLike] = {}
-    for seed in seeds:
-        out.setdefault(seed.id, seed)
-    for seed in list(out.values()):
-        session = in_session.get(seed.session_id, ())
-        position = _position(session, seed.seq)
-        if position is None:
-            continue
-        for j in range(max(0, position - span), min(len(session), position + span + 1)):
-            out.setdefault(session[j].id, session[j])
-    return list(out.values())
-
-
-def _position(session: Sequence[EpisodeLike], seq: int) -> int | None:
-    low, high = 0, len(session)
-    while low < high:
-        middle = (low + high) // 2
-        if session[middle].seq < seq:
-            low = middle + 1
-        else:
-            high = middle
-    return low if low < len(session) and session[low].seq == seq else None
