@@ -187,8 +187,8 @@ class EpisodeCorpus:
         return out
 
     def _neighbourhood(self, seeds: np.ndarray, span: int) -> np.ndarray:
-        """Each seed's session neighbours, by rows: the seeds (in order, no repeats), then each one's
-        session neighbours within ``span`` places (a seed's place: the first of its ``seq``)."""
+        """Rows: the seeds (in order, no repeats), then each one's session neighbours
+        within ``span`` places (a seed's place: the first of its ``seq``)."""
         order, keys = self._session_order()
         if not len(seeds):
             return seeds
