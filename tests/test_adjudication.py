@@ -19,7 +19,7 @@ from xai.messages import MemoryCandidate
 from xai.providers import OpenAIProvider
 from xai.testing import OpenAIWireServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 Label = Literal["reinforce", "supersede", "add"]
 CASES: list[dict[str, str]] = json.loads(

@@ -15,7 +15,7 @@ from xai.messages import UserMessage
 from xai.providers import OpenAIProvider
 from xai.testing import OpenAIWireServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 
 async def test_restart_restores_memory_and_resumable_sessions(

@@ -19,7 +19,7 @@ from xai.eval import (
 from xai.eval._retrieval import session_recall_at
 from xai.memory import local_minilm
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 LOCOMO = [
     {

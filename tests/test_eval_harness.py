@@ -40,7 +40,7 @@ from xai.memory import Embedder, local_minilm
 from xai.providers import OpenAIProvider
 from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedProvider
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from xai.eval._scoring import (
 from xai.providers import OpenAIProvider
 from xai.testing import HttpError, OpenAIWireServer, Reply
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 Responder = Callable[[Mapping[str, Any]], Reply | None]
 

@@ -137,6 +137,7 @@ def test_days_ago_answers_count_from_the_question_date(data: list[dict[str, Any]
         assert sample["answer"] == f"{days} days ago"
 
 
+@pytest.mark.backend_agnostic
 @pytest.mark.anyio
 async def test_the_harness_runs_rag_on_it(tmp_path: Path) -> None:
     path = tmp_path / "d.json"

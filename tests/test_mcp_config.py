@@ -15,7 +15,7 @@ from xai.runner import InputError, load_input, run_input
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 from xai.tools import MCPHttp, MCPStdio
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
 
 STDIO = {
     "transport": "stdio",

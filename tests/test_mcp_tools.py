@@ -33,6 +33,7 @@ def call(name: str, arguments: str = "{}", call_id: str = "c1") -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
+@pytest.mark.backend_agnostic
 @TRANSPORTS
 async def test_tools_schemas_and_results_map_to_the_uniform_record(transport: Transport) -> None:
     async with fixture_server(transport) as server:
@@ -77,6 +78,7 @@ async def test_tools_schemas_and_results_map_to_the_uniform_record(transport: Tr
         assert state(server) == "closed" and tools.specs == ()
 
 
+@pytest.mark.backend_agnostic
 @TRANSPORTS
 async def test_a_session_sees_the_servers_schema_and_calls_its_tools(
     transport: Transport, openai_server: OpenAIWireServer, provider: OpenAIProvider
@@ -146,6 +148,7 @@ async def test_cancelling_the_turn_cancels_the_mcp_request(transport: Transport)
             assert history_problems(session.history) == []
 
 
+@pytest.mark.backend_agnostic
 @TRANSPORTS
 async def test_a_server_killed_mid_call_is_a_tool_error_and_the_session_goes_on(
     transport: Transport,
@@ -174,6 +177,7 @@ async def test_a_server_killed_mid_call_is_a_tool_error_and_the_session_goes_on(
         assert history_problems(session.history) == []
 
 
+@pytest.mark.backend_agnostic
 async def test_a_server_that_cannot_start_is_named_in_a_clear_error(tmp_path: Path) -> None:
     missing = MCPServer.stdio(str(tmp_path / "no-such-server"), name="ghost")
     with pytest.raises(MCPServerError, match="MCP server 'ghost' failed to start") as info:
@@ -187,6 +191,7 @@ async def test_a_server_that_cannot_start_is_named_in_a_clear_error(tmp_path: Pa
     assert state(mute) == "closed"
 
 
+@pytest.mark.backend_agnostic
 async def test_a_tool_name_clash_asks_for_a_prefix() -> None:
     @tool
     def convert(x: int) -> int:
@@ -207,6 +212,7 @@ async def test_a_tool_name_clash_asks_for_a_prefix() -> None:
         assert result.success and result.content == "2.0 mi = 3.22 km"
 
 
+@pytest.mark.backend_agnostic
 async def test_an_agent_owns_its_servers_and_its_sessions_share_them(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [
@@ -225,6 +231,7 @@ async def test_an_agent_owns_its_servers_and_its_sessions_share_them(tmp_path: P
         assert state(server) == "closed"
 
 
+@pytest.mark.backend_agnostic
 async def test_a_server_you_opened_is_left_open_by_the_session() -> None:
     provider = ScriptedProvider([Reply(text="hi")])
     async with fixture_server("stdio") as server, server:

@@ -46,6 +46,7 @@ async def reopen_and_continue(
     return session
 
 
+@pytest.mark.backend_agnostic
 async def test_kill_mid_stream(
     tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
@@ -65,6 +66,7 @@ async def test_kill_mid_stream(
     assert state.turns == 2 and state.open_turn is None
 
 
+@pytest.mark.backend_agnostic
 async def test_kill_mid_tool(
     tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
@@ -93,6 +95,7 @@ async def test_kill_mid_tool(
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool"]
 
 
+@pytest.mark.backend_agnostic
 async def test_kill_between_rounds(
     tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
@@ -146,6 +149,7 @@ async def test_kill_during_a_continued_turn(
     assert lines(tmp_path / "slow.log") == ["1", "2"]  # neither ran again
 
 
+@pytest.mark.backend_agnostic
 async def test_kill_with_inputs_waiting(
     tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
