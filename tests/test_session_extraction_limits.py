@@ -23,6 +23,7 @@ from tests.session_helpers import (
 from xai.agent import AGENT_TURN_MAX_TOKENS, Agent, AgentConfig
 from xai.memory import JUDGE_MARKER, MemoryConfig
 from xai.providers import OpenAIProvider
+from xai.query import QueryConfig
 from xai.session import COMPACTION_MARKER, EXTRACTION_MARKER, Session, SessionConfig
 from xai.testing import OpenAIWireServer, Reply, Rule
 
@@ -92,3 +93,28 @@ async def test_a_compaction_summary_carries_its_cap(
         for i in range(4):
             await session.send(f"message {i} " + "v" * 200)
     assert caps(openai_server)["summary"] == {config.summary_max_tokens}
+
+
+async def test_every_session_an_agent_runs_has_a_turn_cap(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # `xai mcp serve` and the eval's `xai` backend built `SessionConfig(extract_memory=True)`,
+    # which has no cap: their turns ran uncapped. The Agent now caps whatever it is given.
+    openai_server.script.add_responder(
+        lambda body: None if is_side_request(body) else Reply(text="Noted.")
+    )
+    config = AgentConfig(session=SessionConfig(extract_memory=False))
+    assert config.session.query.max_tokens == AGENT_TURN_MAX_TOKENS
+    async with Agent(tmp_path, provider, config=config) as agent:
+        first = await agent.open_session("chat")
+        await first.send("hello")
+        second = await agent.open_session("chat", config=SessionConfig(extract_memory=False))
+        await second.send("hello again")
+        chosen = SessionConfig(query=QueryConfig(max_tokens=64), extract_memory=False)
+        third = await agent.open_session("chat", config=chosen)
+        await third.send("and again")
+    assert [r.body.get("max_tokens") for r in openai_server.chat_requests()] == [
+        AGENT_TURN_MAX_TOKENS,
+        AGENT_TURN_MAX_TOKENS,
+        64,
+    ]

@@ -103,7 +103,8 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
         query=QueryConfig(max_tokens=AGENT_TURN_MAX_TOKENS), extract_memory=True, delegation=True
     )
     """The configuration of every Session it opens (extraction on: the Agent learns; each
-    request of a turn capped at ``AGENT_TURN_MAX_TOKENS`` output tokens)."""
+    request of a turn capped at ``AGENT_TURN_MAX_TOKENS`` output tokens, also when the
+    config given leaves ``query.max_tokens`` unset: pass a number to choose another cap)."""
     memory: MemoryConfig = MemoryConfig()
     memory_tool: bool = True
     """Give each Session's model a ``search_memory`` tool over the Agent's memory."""
@@ -112,6 +113,20 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     sync_ledger: bool = True
     """fsync each memory decision (a power cut loses none)."""
     event_buffer: int = 10_000
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "session", with_turn_cap(self.session))
+
+
+def with_turn_cap(config: SessionConfig) -> SessionConfig:
+    """``config`` with ``AGENT_TURN_MAX_TOKENS`` as its turn cap when it names none.
+
+    Every Session an Agent runs goes through here (its own config and one passed to
+    ``open_session``), so no construction site can forget the cap."""
+    if config.query.max_tokens is not None:
+        return config
+    query = msgspec.structs.replace(config.query, max_tokens=AGENT_TURN_MAX_TOKENS)
+    return msgspec.structs.replace(config, query=query)
 
 
 JOB_QUEUE = 64
@@ -504,7 +519,7 @@ class Agent:
         session = Session(
             self.provider,
             tools=self._tools,
-            config=config or self.config.session,
+            config=self.config.session if config is None else with_turn_cap(config),
             system=system,
             directory=self.directory / "sessions" / session_id,
             session_id=session_id,
