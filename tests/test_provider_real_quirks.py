@@ -10,21 +10,29 @@ import json
 
 import pytest
 
-from tests.session_helpers import drain, summary_responder
+from tests.session_helpers import drain, history_problems, summary_responder
 from xai.events import Compacted
-from xai.exceptions import ContextTooLongError, StreamError
-from xai.messages import AssistantMessage, ToolCall, ToolMessage, TurnStatus, UserMessage
+from xai.exceptions import ConfigurationError, ContextTooLongError, StreamError
+from xai.messages import (
+    AssistantMessage,
+    StopReason,
+    ToolCall,
+    ToolMessage,
+    TurnStatus,
+    UserMessage,
+)
 from xai.providers import (
     OpenAIProvider,
     ProviderEvent,
     ProviderRequest,
+    RetryPolicy,
     StreamFinished,
     ToolCallChunk,
     ToolCallReady,
 )
-from xai.query import Query
+from xai.query import Query, QueryConfig
 from xai.session import Session, SessionConfig
-from xai.testing import OpenAIWireServer, Reply, ScriptedCall
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall, ScriptedProvider
 from xai.tools import ToolSet, tool
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +167,53 @@ async def test_the_request_after_an_empty_answer_goes_through_first_time(
     events = await stream_events(provider, "short")
     assert isinstance(events[-1], StreamFinished)
     assert len(openai_server.chat_requests()) == 2  # the empty one and one more: no retry
+
+
+async def test_a_runaway_answer_is_cut_at_the_request_limit(
+    openai_server: OpenAIWireServer,
+) -> None:
+    # A small model with no max_tokens streamed for 400 s: `timeout` (between bytes) never
+    # fired because bytes kept coming. The request limit bounds the whole answer.
+    openai_server.runaway = True
+    provider = openai_server.provider(
+        retry=RetryPolicy(max_retries=0), timeout=5.0, request_limit=0.3
+    )
+    async with provider:
+        result = await Query(provider).run([], "Tell me a story.")
+    assert result.stop_reason is StopReason.ERROR and result.error is not None
+    assert result.error.type == "ProviderTimeoutError" and "request limit" in result.error.message
+    assert result.text.startswith("and then ")  # what came is kept
+    assert history_problems(result.messages) == []
+
+
+async def test_a_runaway_answer_with_a_cap_ends_as_length(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.runaway = True
+    result = await Query(provider, config=QueryConfig(max_tokens=20)).run([], "Tell me.")
+    assert result.stop_reason is StopReason.LENGTH and result.text == "and then " * 20
+
+
+async def test_a_tool_is_called_when_forced_on_the_first_round_only(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    openai_server.tools_only_when_forced = True
+    call = Reply(tool_calls=(ScriptedCall(name="lookup", arguments={"q": "x"}),))
+    openai_server.push(call, call, Reply(text="Found it."))
+    query = Query(provider, tools=ToolSet([lookup]))
+    prose = await query.run([], "Find x.")  # not forced: the model writes about the tool
+    assert prose.text == "I would use lookup for that." and not prose.tool_results
+    forced = Query(provider, tools=ToolSet([lookup]), config=QueryConfig(tool_choice="lookup"))
+    result = await forced.run([], "Find x.")
+    assert [r.content for r in result.tool_results] == ["found x"]
+    assert result.text == "Found it."
+    sent = [r.body.get("tool_choice") for r in openai_server.chat_requests()]
+    assert sent == [None, {"type": "function", "function": {"name": "lookup"}}, None]
+
+
+def test_a_tool_choice_must_name_a_tool() -> None:
+    provider = ScriptedProvider([])
+    with pytest.raises(ConfigurationError, match="not one of the tools"):
+        Query(provider, tools=ToolSet([lookup]), config=QueryConfig(tool_choice="other"))
+    with pytest.raises(ConfigurationError, match="needs at least one tool"):
+        Query(provider, config=QueryConfig(tool_choice="required"))

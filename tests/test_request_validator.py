@@ -92,6 +92,22 @@ def test_request_level_rules() -> None:
     assert [v.rule for v in check_chat_request({"messages": [USER]})] == ["request_shape"]
     bad_tools = {"model": "m", "messages": [USER], "tools": [{"type": "function", "function": {"name": "a.b"}}]}  # fmt: skip
     assert [v.rule for v in check_chat_request(bad_tools)] == ["invalid_tool_spec"]
+    tools = [{"type": "function", "function": {"name": "lookup"}}]
+    named = {"type": "function", "function": {"name": "lookup"}}
+    for choice, sent_tools, ok in [
+        ("auto", None, True),
+        ("required", tools, True),
+        (named, tools, True),
+        ("required", None, False),
+        (named, None, False),
+        ({"type": "function", "function": {"name": "other"}}, tools, False),
+        ("lookup", tools, False),
+    ]:
+        body: dict[str, Any] = {"model": "m", "messages": [USER], "tool_choice": choice}
+        if sent_tools is not None:
+            body["tools"] = sent_tools
+        rules = [v.rule for v in check_chat_request(body)]
+        assert rules == ([] if ok else ["invalid_tool_choice"]), (choice, rules)
 
 
 def test_violations_say_where_and_what() -> None:

@@ -144,3 +144,23 @@ async def test_a_real_model_cannot_be_reached_from_tests() -> None:
         await provider.aclose()
     assert result.error is not None and result.error.type == ProviderConnectionError.__name__
     assert "NetworkBlockedError" in result.error.message or "never reach" in result.error.message
+
+
+def test_reset_puts_back_every_setting_a_test_may_change() -> None:
+    # A quirk left on by one test leaked into the next on the shared server (a runaway
+    # model made the next test hang). `reset` restores every public setting, listed or not.
+    server = OpenAIWireServer()
+    built = {k: v for k, v in vars(server).items() if not k.startswith("_")}
+    for name, value in built.items():
+        if isinstance(value, bool):
+            setattr(server, name, not value)
+        elif value is None or isinstance(value, (int, float)):
+            setattr(server, name, 7)
+        elif isinstance(value, str):
+            setattr(server, name, "changed")
+    server.reset()
+    after = {k: v for k, v in vars(server).items() if not k.startswith("_")}
+    changed_by_design = {"host", "port", "model", "embedding_dim"}  # fixed at start
+    assert {k: v for k, v in after.items() if k not in changed_by_design} == {
+        k: v for k, v in built.items() if k not in changed_by_design
+    }

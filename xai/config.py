@@ -113,6 +113,17 @@ def _env_headers(env: Mapping[str, str], name: str) -> dict[str, str] | None:
     return _checked_headers(headers, name)
 
 
+def _env_limit(raw: str, name: str) -> float | None:
+    if raw.lower() in ("none", "off"):
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(
+            f"{name} must be a number of seconds or 'none', got {raw!r}", variable=name
+        ) from None
+
+
 def _env_flag(env: Mapping[str, str], name: str) -> bool | None:
     raw = _env(env, name)
     if raw is None:
@@ -207,10 +218,22 @@ class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
 class LLMConfig(_EndpointConfig, frozen=True, kw_only=True):
     """The chat model endpoint (any OpenAI-compatible service)."""
 
+    request_limit: float | None = 600.0
+    """Seconds one request may take in all, its whole answer included (``None``: no
+    limit). ``timeout`` bounds each wait for a byte, so a server that keeps trickling (a
+    small model running away without ``max_tokens``) would never trip it; this does, with
+    ``ProviderTimeoutError``. Long answers from a slow endpoint may need more."""
     stream: bool = True
     """Stream answers (SSE). False sends ``"stream": false`` and decodes one JSON answer into
     the same provider events, for gateways that do not stream; ``timeout`` then has to
     cover the whole answer, which arrives in one piece."""
+
+    def validated(self) -> Any:
+        if self.request_limit is not None and self.request_limit <= 0:
+            raise ConfigurationError(
+                f"request_limit must be > 0 (or None), got {self.request_limit!r}"
+            )
+        return super().validated()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
@@ -224,6 +247,9 @@ class LLMConfig(_EndpointConfig, frozen=True, kw_only=True):
         headers = _env_headers(env, "LLM_EXTRA_HEADERS")
         if headers is not None:
             values["extra_headers"] = headers
+        limit = _env(env, "LLM_REQUEST_LIMIT")
+        if limit is not None:
+            values["request_limit"] = _env_limit(limit, "LLM_REQUEST_LIMIT")
         stream = _env_flag(env, "LLM_STREAM")
         if stream is not None:
             values["stream"] = stream

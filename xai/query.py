@@ -105,6 +105,11 @@ class QueryConfig(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float | None = None
     response_format: dict[str, Any] | None = None
     """Passed to the provider unchanged (e.g. ``{"type": "json_object"}``)."""
+    tool_choice: str | None = None
+    """For the Query's first request only: ``"required"`` (call some tool), ``"none"``, or
+    a tool's name (call that one). ``None`` lets the model decide and sends nothing, as
+    every later round of the Query does: forcing each round would never end the turn.
+    Small models behind llama.cpp call tools only when forced."""
     tool_timeout: float | None = 60.0
     """Seconds one tool call may take before it becomes an error result (``None``: no limit)."""
     tool_concurrency: int = 8
@@ -117,6 +122,18 @@ class QueryConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError(
                 f"tool_concurrency must be at least 1, got {self.tool_concurrency}"
             )
+
+
+def _check_tool_choice(choice: str | None, tools: ToolSet) -> None:
+    if choice is None or choice == "none":
+        return
+    names = [spec.name for spec in tools.specs]
+    if choice == "required" and not names:
+        raise ConfigurationError("tool_choice='required' needs at least one tool")
+    if choice != "required" and choice not in names:
+        raise ConfigurationError(
+            f"tool_choice names {choice!r}, which is not one of the tools: {names}"
+        )
 
 
 class CancelToken:
@@ -167,6 +184,7 @@ class Query:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolSet) else ToolSet(tools or ())
         self.config = config if config is not None else QueryConfig()
+        _check_tool_choice(self.config.tool_choice, self.tools)
         self.telemetry = telemetry
 
     async def run(
@@ -358,6 +376,7 @@ class _Run:
                 max_tokens=config.max_tokens,
                 temperature=config.temperature,
                 response_format=config.response_format,
+                tool_choice=config.tool_choice if self.round == 1 else None,
             )
             try:
                 message, finish = await self.model_round(request)

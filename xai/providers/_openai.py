@@ -7,6 +7,7 @@ never happens after any part of an answer has been handed on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
@@ -180,6 +181,13 @@ def error_for_status(
     return BadRequestError(text, status_code=status)
 
 
+def to_wire_tool_choice(choice: str) -> str | dict[str, Any]:
+    """``"required"`` and ``"none"`` as they are; a tool's name as the named-function form."""
+    if choice in ("required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
 def map_error(exc: Exception, *, timeout: float | None = None) -> ProviderError:
     """Translate an SDK or transport exception into xai's typed provider errors."""
     import httpx2
@@ -317,6 +325,8 @@ class OpenAIProvider:
             params["stream_options"] = {"include_usage": True}
         if request.tools:
             params["tools"] = to_wire_tools(request.tools)
+        if request.tool_choice is not None and request.tools:
+            params["tool_choice"] = to_wire_tool_choice(request.tool_choice)
         if request.max_tokens is not None:
             params["max_tokens"] = request.max_tokens
         if request.temperature is not None:
@@ -326,6 +336,20 @@ class OpenAIProvider:
         if self._extra_body:
             params.update(self._extra_body)
         return params
+
+    async def _next(
+        self, events: AsyncIterator[ProviderEvent], deadline: float
+    ) -> ProviderEvent | None:
+        """The answer's next event (``None`` at its end), or ``ProviderTimeoutError`` past
+        ``deadline``. The cancel scope covers one read, never a ``yield``."""
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            return await anext(events, None)
+        limit = self._config.request_limit
+        raise ProviderTimeoutError(
+            f"the model endpoint was still answering after the request limit of {limit}s "
+            "(LLMConfig.request_limit)",
+            timeout=limit,
+        )
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         import httpx2
@@ -337,9 +361,11 @@ class OpenAIProvider:
             {"headers": self._config.extra_headers} if self._config.extra_headers else {}
         )
         attempt = 0
+        limit = self._config.request_limit
         while True:
             started = False
             error: ProviderError | None = None
+            deadline = math.inf if limit is None else anyio.current_time() + limit
             try:
                 # The SDK's generic `post` with a body we built ourselves: the SDK keeps
                 # auth, base URL and typed HTTP errors, and we skip its per-request walk
@@ -362,7 +388,7 @@ class OpenAIProvider:
                         aclosing(decode_body(body, content_type)) as decoded,
                         aclosing(fill_missing_usage(decoded, request)) as events,
                     ):
-                        async for event in events:
+                        while (event := await self._next(events, deadline)) is not None:
                             started = True
                             yield event
                 finally:

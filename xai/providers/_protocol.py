@@ -36,6 +36,9 @@ class ProviderRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Passed through as-is, e.g. ``{"type": "json_object"}`` or a ``json_schema`` format."""
     model: str | None = None
     """Overrides the provider's configured model for this request."""
+    tool_choice: str | None = None
+    """``None``: the model decides (nothing sent); ``"required"``: it must call a tool;
+    ``"none"``: it must not; any other value names the tool it must call."""
 
 
 class _ProviderEvent(msgspec.Struct, frozen=True, tag_field="type"):

@@ -15,7 +15,7 @@ import math
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Literal, TypeAlias, assert_never
 
 import anyio
@@ -134,6 +134,9 @@ class OpenAIWireServer:
         tool_call_style: ToolCallStyle = "openai",
         empty_stream_over: int | None = None,
         cut_empty_stream: bool = False,
+        runaway: bool = False,
+        runaway_interval: float = 0.002,
+        tools_only_when_forced: bool = False,
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -161,6 +164,19 @@ class OpenAIWireServer:
         self.cut_empty_stream = cut_empty_stream
         """With ``empty_stream_over``: send the empty answer's headers, then cut the
         connection instead of ending the body, so a client that kept it would reuse a dead one."""
+        self.runaway = runaway
+        """Quirk of a small model that never stops by itself: every answer streams one
+        word per ``runaway_interval`` seconds until the request's ``max_tokens`` (then
+        ``finish_reason: "length"``) or, without a cap, until the client goes away (a whole
+        JSON answer without a cap never comes)."""
+        self.runaway_interval = runaway_interval
+        self.tools_only_when_forced = tools_only_when_forced
+        """Quirk of small models behind llama.cpp: a scripted tool call is made only when
+        ``tool_choice`` forces one (``"required"`` or a named function); otherwise the model
+        writes prose about the tool instead."""
+        # What `reset` restores: every setting a test may change on a shared server.
+        self._settings = {name: getattr(self, name) for name in _SETTINGS if hasattr(self, name)}
+        self._settings["api_key"] = api_key
         self.host = host
         self.port = port
         self.model = model
@@ -188,7 +204,11 @@ class OpenAIWireServer:
         self.script.add_rule(rule)
 
     def reset(self) -> None:
-        """Forget the script, the recorded requests and violations (the pytest fixture does this per test)."""
+        """Forget the script, the recorded requests and violations, and put every setting
+        (quirks, ``api_key``, ``validate_requests``) back as the server was built (the
+        pytest fixture does this per test, so a quirk never leaks into the next test)."""
+        for name, value in self._settings.items():
+            setattr(self, name, value)
         self.script.reset()
         with self._lock:
             self.requests.clear()
@@ -368,10 +388,17 @@ class OpenAIWireServer:
             if self.cut_empty_stream:
                 return StreamingResponse(_cut(b""), media_type="text/event-stream")
             return Response(b"", media_type="text/event-stream")
+        if self.runaway:
+            return await self._runaway(request, body)
         try:
             reply = self.script.next_reply(body)
         except ScriptExhausted as exc:
             return _error(500, str(exc), code="script_exhausted")
+        if self.tools_only_when_forced and reply.tool_calls and not _forced(body):
+            names = ", ".join(call.name for call in reply.tool_calls)
+            reply = msgspec.structs.replace(
+                reply, tool_calls=(), text=reply.text or f"I would use {names} for that."
+            )
         fault = reply.fault
         if isinstance(fault, HttpError):
             headers: dict[str, str] = {}
@@ -411,6 +438,44 @@ class OpenAIWireServer:
         if isinstance(fault, DropConnection):
             return StreamingResponse(_cut(_encode(completion)), media_type="application/json")
         return JSONResponse(completion)
+
+    async def _runaway(self, request: Request, body: dict[str, Any]) -> Response:
+        cap = body.get("max_tokens")
+        limit = cap if isinstance(cap, int) and cap > 0 else None
+        reply = Reply(text="and then " * (limit or 1), chunk_chars=9, finish_reason="length")
+        model = str(body.get("model") or self.model)
+        if body.get("stream") and not self.ignore_stream:
+            return StreamingResponse(
+                self._runaway_sse(body, model, limit), media_type="text/event-stream"
+            )
+        if limit is None:  # no whole answer ever comes: wait for the client to give up
+            while (await request.receive())["type"] != "http.disconnect":
+                pass  # the body was read: the next message is the disconnect
+            return Response(status_code=499)
+        return JSONResponse(self._completion(body, reply, model, include_usage=self.send_usage))
+
+    async def _runaway_sse(
+        self, body: dict[str, Any], model: str, limit: int | None
+    ) -> AsyncIterator[bytes]:
+        head = {
+            "id": f"chatcmpl-{new_id()}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + _encode(data) + b"\n\n"
+
+        yield chunk({"role": "assistant", "content": ""})
+        sent = 0
+        while limit is None or sent < limit:
+            await anyio.sleep(self.runaway_interval)
+            yield chunk({"content": "and then "})
+            sent += 1
+        yield chunk({}, "length")
+        yield b"data: [DONE]\n\n"
 
     def _completion(
         self, body: dict[str, Any], reply: Reply, model: str, *, include_usage: bool
@@ -505,3 +570,24 @@ class OpenAIWireServer:
             usage = {**head, "choices": [], "usage": estimate_usage(body, reply)}
             yield b"data: " + _encode(usage) + b"\n\n"
         yield b"data: [DONE]\n\n"
+
+
+_SETTINGS = (
+    "api_key",
+    "validate_requests",
+    "send_usage",
+    "ignore_stream",
+    "refuse_null_tool_content",
+    "tool_call_style",
+    "empty_stream_over",
+    "cut_empty_stream",
+    "runaway",
+    "runaway_interval",
+    "tools_only_when_forced",
+)
+
+
+def _forced(body: Mapping[str, Any]) -> bool:
+    """Whether the request's ``tool_choice`` makes the model call a tool."""
+    choice = body.get("tool_choice")
+    return choice == "required" or isinstance(choice, dict)

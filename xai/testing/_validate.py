@@ -17,6 +17,7 @@ fails (see ``xai.testing.pytest_plugin``).
 | ``unanswered_tool_call`` | an assistant message with tool calls is followed, before any message that is not a tool message (and before the end of the request), by a tool message for every one of its calls | OpenAI (``An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'``), DeepSeek, Qwen |
 | ``orphan_tool_message`` | a tool message belongs to the run of tool messages right after an assistant message with tool calls, and answers one of that message's calls (so never right after a user, system or plain assistant message, nor first) | OpenAI (``messages with role 'tool' must be a response to a preceding message with 'tool_calls'``), DeepSeek, Qwen |
 | ``duplicate_tool_answer`` | no call is answered by more than one tool message | Anthropic-compatible endpoints (one ``tool_result`` per ``tool_use``) |
+| ``invalid_tool_choice`` | ``tool_choice``, if given, is ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}`` naming one of ``tools``; anything but ``"none"`` and ``"auto"`` needs ``tools`` | OpenAI (``Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified``) |
 | ``invalid_tool_spec`` | ``tools``, if given, is a list of ``{"type": "function", "function": {"name": ...}}`` with names of 1-64 letters, digits, ``_`` or ``-`` | OpenAI (``string does not match pattern '^[a-zA-Z0-9_-]+$'``) |
 
 Not checked, because the services named above accept it: several user
@@ -44,6 +45,7 @@ ViolationRule: TypeAlias = Literal[
     "orphan_tool_message",
     "duplicate_tool_answer",
     "invalid_tool_spec",
+    "invalid_tool_choice",
 ]
 
 _ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -149,6 +151,32 @@ def _check_tools(tools: Any, out: list[Violation]) -> None:
         out.append(Violation(rule="invalid_tool_spec", message=f"tools[{j}] {problem}"))
 
 
+def _check_tool_choice(choice: Any, tools: Any, out: list[Violation]) -> None:
+    if choice is None or choice in ("auto", "none"):
+        return
+    names = [
+        spec["function"].get("name")
+        for spec in (tools if isinstance(tools, list) else [])
+        if isinstance(spec, Mapping) and isinstance(spec.get("function"), Mapping)
+    ]
+    if isinstance(choice, Mapping):
+        fn = choice.get("function")
+        named = fn.get("name") if isinstance(fn, Mapping) else None
+        if choice.get("type") != "function" or not isinstance(named, str):
+            problem = f"is not a named function: {choice!r}"
+        elif named not in names:
+            problem = f"names {named!r}, which is not among tools {names}"
+        else:
+            return
+    elif choice != "required":
+        problem = f"is {choice!r} (not auto, none, required or a named function)"
+    elif not names:
+        problem = "is 'required' but the request has no tools"
+    else:
+        return
+    out.append(Violation(rule="invalid_tool_choice", message=f"tool_choice {problem}"))
+
+
 def _unanswered(
     messages: Sequence[Any], asker: int, open_calls: Mapping[str, str], before: int | None
 ) -> Violation:
@@ -177,6 +205,7 @@ def check_chat_request(body: Any) -> list[Violation]:
             )
         )
     _check_tools(body.get("tools"), out)
+    _check_tool_choice(body.get("tool_choice"), body.get("tools"), out)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         out.append(Violation(rule="request_shape", message="messages is not a non-empty list"))

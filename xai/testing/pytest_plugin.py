@@ -89,15 +89,7 @@ def _xai_wire_server() -> Iterator[OpenAIWireServer]:
 
 @pytest.fixture
 def openai_server(_xai_wire_server: OpenAIWireServer) -> Iterator[OpenAIWireServer]:
-    _xai_wire_server.reset()
-    _xai_wire_server.api_key = None
-    _xai_wire_server.send_usage = True
-    _xai_wire_server.ignore_stream = False
-    _xai_wire_server.refuse_null_tool_content = False
-    _xai_wire_server.tool_call_style = "openai"
-    _xai_wire_server.empty_stream_over = None
-    _xai_wire_server.cut_empty_stream = False
-    _xai_wire_server.validate_requests = True
+    _xai_wire_server.reset()  # also puts back every quirk a previous test turned on
     yield _xai_wire_server
     _xai_wire_server.reset()
 
