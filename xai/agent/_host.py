@@ -428,7 +428,8 @@ class AgentHost:
             return agent.memory.facts()
 
     async def close_agent(self, agent_id: str) -> None:
-        """Stop one Agent (its Sessions close first); the next call for it starts it again."""
+        """Stop one Agent (its Sessions close first); the next call for it, or its next due
+        wake-up, starts it again."""
         if self._lock is None:
             return
         async with self._lock:

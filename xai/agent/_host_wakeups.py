@@ -35,6 +35,8 @@ __all__ = ["HostWakeups"]
 
 _log = get_logger(__name__)
 
+SCHEDULES = schedule_path(Path()).name
+
 
 class HostWakeups:
     """The timer of one host: ``wake(agent_id)`` starts an Agent (the host's ``agent``);
@@ -84,11 +86,13 @@ class HostWakeups:
         if self._scope is not None:
             self._scope.cancel()
 
-    def _read(self, agent_id: str) -> float | None:
+    def _read(self, agent_id: str, directory: str | None = None) -> float | None:
         """Blocking: the next due time in the Agent's schedule file (``None`` if damaged: the
         Agent itself reports that when it starts)."""
+        if directory is None:
+            directory = os.path.join(self.root, agent_id)
         try:
-            return next_scheduled(read_schedules(schedule_path(self.root / agent_id)))
+            return next_scheduled(read_schedules(os.path.join(directory, SCHEDULES)))
         except (XaiError, OSError) as exc:
             _log.warning("host.schedule_unreadable", agent_id=agent_id, error=str(exc))
             return None
@@ -104,7 +108,7 @@ class HostWakeups:
             for entry in entries:
                 if not self._owns(entry.name) or not entry.is_dir():
                     continue
-                at = self._read(entry.name)
+                at = self._read(entry.name, entry.path)
                 if at is not None:
                     found[entry.name] = at
         return found

@@ -414,11 +414,12 @@ def schedule_path(directory: Path) -> Path:
     return directory / "schedules.json"
 
 
-def read_schedules(path: Path) -> list[WakeupState]:
+def read_schedules(path: str | Path) -> list[WakeupState]:
     """The wake-ups stored in ``path`` (a ``schedules.json``; none if there is no file).
     Blocking. ``ConfigurationError`` if the file is damaged."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except FileNotFoundError:
         return []
     try:
