@@ -7,7 +7,8 @@ and are re-armed on restart, missed firings handled by each wake-up's misfire
 policy. The file is read when the Agent starts and written atomically after
 every change by one writer task, in a worker thread (never on the event loop):
 a burst of changes is one write; ``await scheduler.flush()`` waits until every
-change made so far is on disk.
+change made so far is on disk. While an Agent hosted by an ``AgentHost`` is not running,
+its host watches the file instead (``_host_wakeups``) and starts it when a wake-up is due.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from xai.agent._agent import Agent
     from xai.session import Session
 
-__all__ = ["Builder", "Scheduler", "read_schedules", "schedule_path"]
+__all__ = ["Builder", "Scheduler", "next_scheduled", "read_schedules", "schedule_path"]
 
 _log = get_logger(__name__)
 

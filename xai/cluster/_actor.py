@@ -1,7 +1,7 @@
 """``HostActor``: one ``AgentHost`` inside a Ray async actor, called with msgspec bytes.
 
-Its host runs in a task of its own on the actor's event loop (started by the first
-actor starts), so calls come and go while the Agents live on. On a restart
+Its host runs in a task of its own on the actor's event loop (started when the actor
+starts), so calls come and go while the Agents live on. On a restart
 (``max_restarts``) the new actor process starts the host again on the same shared root:
 each Agent reopens from its directory when first called, its Sessions from their
 journals, and the host's wake-up timer starts the Agents placed on this actor whose
