@@ -106,3 +106,28 @@ async def test_a_firing_missed_while_no_host_ran_follows_its_misfire_policy(
     assert states["catch-up"].runs == 1 and states["forget"].runs == 0
     for state in states.values():
         assert state.next_at is not None and clock.now() < state.next_at <= clock.now() + HOUR
+
+
+async def test_a_wakeup_run_that_is_starting_keeps_its_agent_from_eviction(
+    tmp_path: Path,
+) -> None:
+    model, clock = Model(), FakeClock(START)
+    building, release = anyio.Event(), anyio.Event()
+
+    async def slow_text(memory: Any, payload: Any) -> str:
+        building.set()
+        await release.wait()
+        return "wake up"
+
+    async with model.host(tmp_path, clock, max_agents=1) as host:
+        ada = await host.agent("ada")
+        ada.scheduler.register_builder("slow", slow_text)
+        ada.scheduler.add(Wakeup(id="hourly", trigger=Every(seconds=HOUR), builder="slow"))
+        await clock.advance(HOUR)
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
+            await building.wait()  # fired; no Session open yet
+        await host.agent("bob")  # over the cap, but ada's run is starting: it stays
+        assert host.agent_ids == ["ada", "bob"] and host.evictions == 0
+        release.set()
+        await model.wait()
+    assert model.said == ["wake up"]
