@@ -8,6 +8,8 @@ import ipaddress
 import os
 import signal
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,12 +17,13 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 
-from tests.session_helpers import extraction_responder, is_side_request
+from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from tests.test_serve import consecutive, open_session, read, seqs, turns_done
-from xai.agent import OpenSession
+from xai.agent import At, OpenSession, Wakeup, WakeupState
 from xai.config import LLMConfig
 from xai.events import SessionEvent, ToolCallStarted, TurnDone
 from xai.messages import ToolMessage, UserMessage
@@ -219,11 +222,40 @@ async def test_every_socket_the_cluster_listens_on_is_loopback(hosts: RayHosts) 
     assert beyond == []
 
 
+def _missed_wakeup(directory: Path, text: str) -> None:
+    """A wake-up whose time passed a minute ago, in ``schedules.json`` as a scheduler writes it."""
+    due = time.time() - 60
+    wakeup = Wakeup(id="nudge", trigger=At(time=due), text=text)
+    directory.mkdir(parents=True)
+    state = WakeupState(wakeup=wakeup, next_at=due)
+    (directory / "schedules.json").write_bytes(msgspec.json.encode([state]))
+
+
+def _heard(scripted: OpenAIWireServer, text: str) -> threading.Event:
+    """Set once the model is asked to answer ``text`` (the wire server runs in a thread)."""
+    heard = threading.Event()
+
+    def listen(body: Mapping[str, Any]) -> Reply | None:
+        if last_content(body) == text:
+            heard.set()
+        return None
+
+    scripted.script.reset()  # the fixture's responders, `listen` looking first
+    for responder in (listen, works, extraction_responder, judge_adds, echo):
+        scripted.script.add_responder(responder)
+    return heard
+
+
 async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
-    hosts: RayHosts, tmp_path: Path
+    hosts: RayHosts, scripted: OpenAIWireServer, tmp_path: Path
 ) -> None:
     agent = "killed"
     marks = tmp_path / "marks"
+    # An Agent on the same host actor that nobody calls, with a wake-up due while it is down.
+    sleeper = next(
+        f"sleeper-{i}" for i in range(50) if host_index(f"sleeper-{i}", 2) == host_index(agent, 2)
+    )
+    woke = _heard(scripted, "wake up, sleeper")
     info = await hosts.open_session(agent, OpenSession())
     session = info.session_id
     input_id = await hosts.submit(agent, session, "work", input_id="work-1")
@@ -233,10 +265,14 @@ async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
         if isinstance(event.event, ToolCallStarted) and event.event.call.name == "slow":
             break
     old = await hosts.pid(agent)
+    _missed_wakeup(tmp_path / "agents" / sleeper, "wake up, sleeper")  # (its host read none)
     os.kill(old, signal.SIGKILL)
     with pytest.raises(ray.exceptions.RayActorError):
         async for _ in stream:
             pass
+    # Before any call reaches it, the restarted actor's host finds the sleeper due and starts
+    # it; its scheduler runs the firing missed while the host was down once (run_once).
+    assert await anyio.to_thread.run_sync(woke.wait, 30)  # (a guard, not a wait)
 
     # The next calls wait for the restarted actor; the Agent reopens from its directory.
     restarted = await hosts.session_info(agent, session)

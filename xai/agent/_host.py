@@ -20,6 +20,7 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
+from xai.agent._host_wakeups import HostWakeups
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import SessionEvent
 from xai.exceptions import (
@@ -89,6 +90,11 @@ class AgentHost:
     is busy the cap is exceeded until one is idle again (a turn is never
     interrupted or waited for).
 
+    Wake-ups fire for every Agent under ``root`` that ``owns(agent_id)`` (default: all),
+    running or not: one timer task knows when each Agent that is not running is next due
+    (from its ``schedules.json``) and starts it then (docs/scheduler.md, "Agents on a
+    host"). Agents share the host's ``clock``.
+
     ``events`` streams a Session's events with the host's own sequence numbers, kept
     across suspends: the last ``replay_events`` of each streamed Session stay
     replayable for readers that reconnect (``SessionStream``).
@@ -107,6 +113,7 @@ class AgentHost:
         replay_events: int = DEFAULT_REPLAY_EVENTS,
         tools: Iterable[Tool | Callable[..., Any]] = (),
         index_store: IndexStore | None = None,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
         if max_agents is not None and max_agents < 1:
             raise ConfigurationError("max_agents: at least 1 (or None: no cap)")
@@ -136,6 +143,15 @@ class AgentHost:
         """Agents suspended by the cap or the idle timeout since the host started."""
         self._group: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None
+        self.wakeups = HostWakeups(
+            self.root,
+            self.clock,
+            self.agent,
+            lambda agent_id: (
+                _AGENT_ID.match(agent_id) is not None and (owns is None or owns(agent_id))
+            ),
+        )
+        """The timer that starts Agents whose wake-ups are due."""
 
     async def __aenter__(self) -> AgentHost:
         self._lock = anyio.Lock()
@@ -147,10 +163,12 @@ class AgentHost:
         await self._group.__aenter__()
         if self.idle_seconds is not None:
             self._group.start_soon(self._suspend_idle_forever)
+        await self._group.start(self.wakeups.run)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         assert self._group is not None
+        self.wakeups.stop()  # (starts no Agent while they close)
         with anyio.CancelScope(shield=True):
             await self.close()
         self._group.cancel_scope.cancel()  # the idle timer
@@ -191,9 +209,12 @@ class AgentHost:
                     index_store=self._index_store or self._made_store,
                     config=self._config,
                     tools=self._tools,
+                    clock=self.clock,
                 )
+                agent.scheduler.watched_since = self.wakeups.since_for(agent_id)
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
+                self.wakeups.started(agent_id)
                 self._reattach(agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
@@ -221,8 +242,10 @@ class AgentHost:
             touched.set()
 
     def _idle(self, agent_id: str, agent: Agent) -> bool:
-        return not self._calls[agent_id] and all(
-            s.idle and not s.pending_inputs for s in agent.sessions.values()
+        return (
+            not self._calls[agent_id]
+            and not agent.scheduler.busy
+            and all(s.idle and not s.pending_inputs for s in agent.sessions.values())
         )
 
     async def _evict(self, cap: int, *, keep: str | None = None) -> None:
@@ -249,6 +272,7 @@ class AgentHost:
                 stream.detach()  # its Sessions stopped; a restart attaches the new ones
         self.evictions += 1
         _log.info("host.agent_suspended", agent_id=agent_id, why=why, running=len(self._agents))
+        await self.wakeups.stopped(agent_id)
         return True
 
     async def _suspend_idle_forever(self) -> None:
@@ -404,7 +428,8 @@ class AgentHost:
             return agent.memory.facts()
 
     async def close_agent(self, agent_id: str) -> None:
-        """Stop one Agent (its Sessions close first); the next call for it starts it again."""
+        """Stop one Agent (its Sessions close first); the next call for it, or its next due
+        wake-up, starts it again."""
         if self._lock is None:
             return
         async with self._lock:
@@ -412,6 +437,8 @@ class AgentHost:
             self._used.pop(agent_id, None)
         if agent is not None:
             await agent.close()
+            if agent_id not in self._agents:
+                await self.wakeups.stopped(agent_id)
 
     async def close(self) -> None:
         """Close every Agent (each closes its Sessions first)."""

@@ -7,7 +7,8 @@ and are re-armed on restart, missed firings handled by each wake-up's misfire
 policy. The file is read when the Agent starts and written atomically after
 every change by one writer task, in a worker thread (never on the event loop):
 a burst of changes is one write; ``await scheduler.flush()`` waits until every
-change made so far is on disk.
+change made so far is on disk. While an Agent hosted by an ``AgentHost`` is not running,
+its host watches the file instead (``_host_wakeups``) and starts it when a wake-up is due.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import inspect
 import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from xai.agent._agent import Agent
     from xai.session import Session
 
-__all__ = ["Builder", "Scheduler"]
+__all__ = ["Builder", "Scheduler", "next_scheduled", "read_schedules", "schedule_path"]
 
 _log = get_logger(__name__)
 
@@ -58,6 +59,11 @@ class Scheduler:
         self._states: dict[str, WakeupState] = {}
         self._builders: dict[str, Builder] = {}
         self._running: dict[str, int] = {}  # wake-up id -> runs whose Session is still open
+        self._starting = 0  # runs not yet past their first turn (and its close, if they close)
+        self.watched_since: float | None = None
+        """Set by an ``AgentHost`` before the Agent starts: the host watched this schedule from
+        then on, so a wake-up that came due since then is not missed but late (it fires as
+        scheduled when the Agent starts); ``None``: only the running Agent watches it."""
         self._queued: dict[str, list[Any]] = {}  # wake-up id -> payloads of queued firings
         self._changed: anyio.Event | None = None
         self._group: anyio.abc.TaskGroup | None = None
@@ -81,14 +87,7 @@ class Scheduler:
             self._save()
 
     def _read(self) -> list[WakeupState]:
-        try:
-            data = self._path.read_bytes()
-        except FileNotFoundError:
-            return []
-        try:
-            return _decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise ConfigurationError(f"{self._path} is damaged: {exc}") from None
+        return read_schedules(self._path)
 
     def _save(self) -> None:
         """The schedule changed: the writer task saves it."""
@@ -153,6 +152,12 @@ class Scheduler:
 
     def list(self) -> list[WakeupState]:
         return [msgspec.structs.replace(s) for s in self._states.values()]
+
+    @property
+    def busy(self) -> bool:
+        """A wake-up run is starting: from its firing until its first turn is answered (and
+        its Session closed, with ``close_after``). A host does not suspend the Agent then."""
+        return self._starting > 0
 
     def _get(self, wakeup_id: str) -> WakeupState:
         try:
@@ -241,11 +246,13 @@ class Scheduler:
                     await self.flush()
 
     def _misfires(self) -> None:
-        now = self.clock.now()
+        now, since = self.clock.now(), self.watched_since
         missed = False
         for state in self._states.values():
             if state.finished or state.next_at is None or state.next_at > now:
                 continue
+            if since is not None and state.next_at >= since:
+                continue  # late, not missed: `_fire_due` fires it as scheduled
             missed = True
             self._advance(state, now)
             if state.wakeup.misfire == "run_once" and not state.paused:
@@ -256,11 +263,8 @@ class Scheduler:
             self._save()
 
     def _next_deadline(self) -> float | None:
-        times = [
-            s.next_at
-            for s in self._states.values()
-            if s.next_at is not None and not s.paused and not s.finished
-        ]
+        scheduled = next_scheduled(self._states.values())
+        times = [] if scheduled is None else [scheduled]
         if self._idle_since is not None:
             for state in self._states.values():
                 trigger = state.wakeup.trigger
@@ -330,11 +334,13 @@ class Scheduler:
         if wakeup.max_runs is not None and state.runs >= wakeup.max_runs:
             state.finished = True
         self._running[wakeup.id] = self._running.get(wakeup.id, 0) + 1
+        self._starting += 1
         with bind_ids(agent_id=self._agent.id):  # (``notify`` comes from any task)
             self._group.start_soon(self._run_once, wakeup, why, payload)
         return None
 
     async def _run_once(self, wakeup: Wakeup, why: str, payload: Any) -> None:
+        starting = True
         try:
             telemetry = self._agent._session_telemetry()
             if telemetry is None:
@@ -348,6 +354,8 @@ class Scheduler:
             if wakeup.close_after:
                 await session.close()
             else:
+                starting = False  # the Session stays open for the user, like any other
+                self._starting -= 1
                 await session.wait_closed()
         except Exception as exc:  # one bad run never stops the scheduler
             _log.exception("scheduler.run_failed", wakeup_id=wakeup.id)
@@ -355,6 +363,8 @@ class Scheduler:
                 None, WakeupSkipped(wakeup_id=wakeup.id, reason=f"run failed: {exc}")
             )
         finally:
+            if starting:
+                self._starting -= 1
             self._running[wakeup.id] -= 1
             queued = self._queued.get(wakeup.id)
             if queued and wakeup.id in self._states:
@@ -403,3 +413,25 @@ class Scheduler:
 
 def schedule_path(directory: Path) -> Path:
     return directory / "schedules.json"
+
+
+def read_schedules(path: str | Path) -> list[WakeupState]:
+    """The wake-ups stored in ``path`` (a ``schedules.json``; none if there is no file).
+    Blocking. ``ConfigurationError`` if the file is damaged."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return []
+    try:
+        return _decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConfigurationError(f"{path} is damaged: {exc}") from None
+
+
+def next_scheduled(states: Iterable[WakeupState]) -> float | None:
+    """The earliest time at which one of ``states`` is due by the clock (``Every``, ``At``,
+    ``Cron``; not paused, not finished), ``None`` if none is. ``Idle`` and ``OnEvent``
+    wake-ups have no such time: they fire on what the running Agent sees."""
+    times = [s.next_at for s in states if s.next_at is not None and not s.paused and not s.finished]
+    return min(times) if times else None

@@ -1,9 +1,11 @@
 """``HostActor``: one ``AgentHost`` inside a Ray async actor, called with msgspec bytes.
 
-Its host runs in a task of its own on the actor's event loop (started by the first
-call), so calls come and go while the Agents live on. On a restart (``max_restarts``)
-the new actor process starts the host again on the same shared root: each Agent
-reopens from its directory when first called, its Sessions from their journals.
+Its host runs in a task of its own on the actor's event loop (started when the actor
+starts), so calls come and go while the Agents live on. On a restart
+(``max_restarts``) the new actor process starts the host again on the same shared root:
+each Agent reopens from its directory when first called, its Sessions from their
+journals, and the host's wake-up timer starts the Agents placed on this actor whose
+wake-ups are due, without any call.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import ray
 
 from xai.agent import AgentHost, OpenSession
+from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, answer, decode, encode, failure_of
 from xai.exceptions import XaiError
 from xai.logs import get_logger
@@ -46,18 +49,32 @@ HostSetup = Callable[[], AbstractAsyncContextManager[HostParts]]
 class HostActor:
     """Hosts Agents by id on this Ray worker; every value in and out is msgspec bytes."""
 
-    def __init__(self, spec: bytes, setup: HostSetup) -> None:
+    async def __init__(  # type: ignore[misc]  # (Ray runs an async __init__ on the actor's loop)
+        self, spec: bytes, setup: HostSetup, place: tuple[int, int] | None = None
+    ) -> None:
+        """``place`` is ``(index, hosts)``: this actor fires the wake-ups of the Agent ids
+        that ``host_index`` puts on it (``None``: of every Agent under the root). Its host
+        starts now, not at the first call, so that after a restart they fire uncalled."""
         self.spec = decode(spec, HostSpec)
         self._setup = setup
+        self._place = place
         self._host: AgentHost | None = None
         self._started: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        self._start()
 
-    async def _running(self) -> AgentHost:
+    def _start(self) -> None:
         if self._started is None:
             self._started = asyncio.Event()
             self._task = asyncio.create_task(self._run())
+
+    def _owns(self, agent_id: str) -> bool:
+        return self._place is None or host_index(agent_id, self._place[1]) == self._place[0]
+
+    async def _running(self) -> AgentHost:
+        self._start()
+        assert self._started is not None
         await self._started.wait()
         if self._host is None:
             raise XaiError(f"the host did not start: {self._error!r}")
@@ -79,6 +96,7 @@ class HostActor:
                     index_store=store,
                     max_agents=spec.max_agents,
                     idle_seconds=spec.idle_seconds,
+                    owns=self._owns,
                 ) as host,
             ):
                 self._host = host

@@ -7,7 +7,6 @@ is a ``Backend`` for ``xai serve --ray``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ import ray
 
 from xai.agent import OpenSession, SessionInfo
 from xai.cluster._actor import HostActor, HostSetup
+from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, decode, encode, unwrap
 from xai.events import SessionEvent
 from xai.exceptions import ConfigurationError
@@ -27,13 +27,6 @@ NAMESPACE = "xai"
 """The Ray namespace of the host actors."""
 
 
-def host_index(agent_id: str, hosts: int) -> int:
-    """The host actor of ``agent_id`` among ``hosts``: the same in every process and run
-    (blake2b of the id; Python's ``hash`` of a str differs per process)."""
-    digest = hashlib.blake2b(agent_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % hosts
-
-
 class RayHosts:
     """The host actors ``{prefix}0`` .. ``{prefix}{hosts-1}`` in namespace ``xai``,
     created if missing (detached: they outlive this client), found if running.
@@ -41,7 +34,8 @@ class RayHosts:
     Call ``ray.init(address=..., namespace="xai")`` first. ``spread`` asks Ray to spread
     them over the nodes (best effort); ``options_for(i)`` adds Ray actor options for actor
     ``i`` (e.g. ``resources`` pinning it to a node). A host actor that dies is
-    restarted by Ray (``max_restarts=-1``) and its Agents reopen from the shared root.
+    restarted by Ray (``max_restarts=-1``) and its Agents reopen from the shared root;
+    each actor fires the wake-ups of the Agents placed on it, called or not.
     ``submit`` is retried through a restart and is idempotent (the client names each
     input); ``open_session`` and ``events`` are not retried (a reader reconnects with
     its last sequence number)."""
@@ -75,7 +69,7 @@ class RayHosts:
         self.names = [f"{prefix}{i}" for i in range(hosts)]
         self.actors: list[Any] = [
             actor.options(**options, name=name, **(options_for(i) if options_for else {})).remote(
-                encoded, setup
+                encoded, setup, (i, hosts)
             )
             for i, name in enumerate(self.names)
         ]
