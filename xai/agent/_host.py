@@ -7,6 +7,8 @@ never with live objects, so the same calls can later cross a process boundary
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -20,8 +22,9 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
+from xai.agent._eventlog import STREAMS_DIR
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
-from xai.events import SessionEvent
+from xai.events import AgentEvent, SessionEvent, SessionOpened
 from xai.exceptions import (
     AgentBusyError,
     ConfigurationError,
@@ -44,7 +47,8 @@ INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
 _CLOSED_STREAMS_KEPT = 256
-"""Streams of closed Sessions a host keeps (readers may still be catching up on them)."""
+"""Streams of closed Sessions a host keeps (readers may still be catching up on them); the
+log of one it forgets is deleted."""
 
 
 class OpenSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,8 +94,9 @@ class AgentHost:
     interrupted or waited for).
 
     ``events`` streams a Session's events with the host's own sequence numbers, kept
-    across suspends: the last ``replay_events`` of each streamed Session stay
-    replayable for readers that reconnect (``SessionStream``).
+    across suspends and restarts: the last ``replay_events`` of each streamed Session stay
+    replayable for readers that reconnect, from its events log
+    (``<agent>/streams/<session>.jsonl``, see ``SessionStream``).
     """
 
     def __init__(
@@ -192,9 +197,10 @@ class AgentHost:
                     config=self._config,
                     tools=self._tools,
                 )
+                # (before it starts: its reopened Sessions are streamed from their first event)
+                agent.listen(functools.partial(self._reopened, agent))
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
-                self._reattach(agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
                 await self._evict(self.max_agents, keep=agent_id)
@@ -236,6 +242,9 @@ class AgentHost:
     async def _suspend(self, agent_id: str, agent: Agent, why: str) -> bool:
         del self._agents[agent_id]  # (not running from now on, for ``agent_ids`` too)
         used = self._used.pop(agent_id, None)
+        streams = [s for (owner, _), s in self._streams.items() if owner == agent_id]
+        for stream in streams:
+            stream.flush()  # on disk before the Agent's lock is let go (another host may take it)
         try:
             await agent.suspend()
         except AgentBusyError:  # a turn began (a wake-up): it stays, as if just used
@@ -244,9 +253,8 @@ class AgentHost:
                 self._used[agent_id] = used
             self._touch(agent_id)
             return False
-        for (owner, _), stream in self._streams.items():
-            if owner == agent_id:
-                stream.detach()  # its Sessions stopped; a restart attaches the new ones
+        for stream in streams:
+            await stream.stop()  # sealed, nothing in memory; a reopen attaches it again
         self.evictions += 1
         _log.info("host.agent_suspended", agent_id=agent_id, why=why, running=len(self._agents))
         return True
@@ -335,12 +343,23 @@ class AgentHost:
         ``SessionClosedError`` (closed, and its stream no longer kept) and
         ``EventsExpiredError`` (the events after ``after`` are not kept, see
         ``SessionStream``) are raised before any event is read."""
-        stream = self._streams.get((agent_id, session_id))
+        key = (agent_id, session_id)
+        stream = self._streams.get(key)
         if stream is None or not (stream.closed or stream.attached):
             async with self._use(agent_id) as agent:  # (a start reattaches known streams)
-                stream = self._streams.get((agent_id, session_id))
+                stream = self._streams.get(key)
                 if stream is None or not (stream.closed or stream.attached):
-                    stream = self._stream_of(agent_id, self._session(agent, session_id))
+                    try:
+                        session = self._session(agent, session_id)
+                    except SessionClosedError:  # closed: its log may still be there
+                        path = self._log_path(agent_id, session_id)
+                        if not path.is_file():
+                            raise
+                        stream = await SessionStream.of_closed(session_id, path, self.replay_events)
+                        self._keep(key, stream)
+                    else:
+                        stream = self._stream_of(agent_id, session)
+        await stream.ready()  # (its log read)
         stream.check(after)  # refused before the first event, not in the middle
         return stream.since(after)
 
@@ -359,25 +378,46 @@ class AgentHost:
                 ) from None
             raise
 
+    def _log_path(self, agent_id: str, session_id: str) -> Path:
+        return self.root / agent_id / STREAMS_DIR / f"{session_id}.jsonl"
+
+    def _keep(self, key: tuple[str, str], stream: SessionStream) -> None:
+        """Keep ``stream``; forget the oldest closed ones past the cap (their logs go)."""
+        self._streams[key] = stream
+        closed = [k for k, s in self._streams.items() if s.closed]
+        for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
+            forgotten = self._streams.pop(old)
+            if forgotten.log_path is not None:
+                with contextlib.suppress(OSError):
+                    forgotten.log_path.unlink(missing_ok=True)
+
     def _stream_of(self, agent_id: str, session: Session) -> SessionStream:
         key = (agent_id, session.id)
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = SessionStream(session.id, self.replay_events)
-            closed = [k for k, s in self._streams.items() if s.closed]
-            for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
-                del self._streams[old]
-        if not stream.attached and not stream.closed:
-            stream.attach(session)
+            stream = SessionStream(
+                session.id, self.replay_events, log=self._log_path(agent_id, session.id)
+            )
+            self._keep(key, stream)
+        if not stream.attached and not stream.closed and stream.attach(session):
+            assert self._group is not None
+            self._group.start_soon(stream.run)
         return stream
 
-    def _reattach(self, agent: Agent) -> None:
-        """A (re)started Agent: its Sessions being streamed go on in the same streams."""
-        for (agent_id, session_id), stream in self._streams.items():
-            if agent_id == agent.id and not stream.closed:
-                session = agent.sessions.get(session_id)
-                if session is not None:
-                    stream.attach(session)
+    def _reopened(self, agent: Agent, event: AgentEvent) -> None:
+        """Heard as the Agent publishes it: a Session it reopened (a restart, a reopen
+        after a suspend) that the host streams, or streamed before the process restarted
+        (its log is there), goes on in its stream from its first event (the end of a turn
+        the process died in, say)."""
+        session_id = event.session_id
+        if not isinstance(event.event, SessionOpened) or not event.event.resumed:
+            return
+        if session_id is None or session_id not in agent.sessions:
+            return
+        if (agent.id, session_id) in self._streams or self._log_path(
+            agent.id, session_id
+        ).is_file():
+            self._stream_of(agent.id, agent.sessions[session_id])
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
