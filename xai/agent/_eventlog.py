@@ -112,7 +112,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
             elif start >= 0:
                 event = _decode_event(line)
                 seq = event.seq
-                if seq != last + 1:
+                if seq != last + 1 and (first >= 0 or seq <= last):  # (compacted: a later first)
                     raise msgspec.DecodeError(f"event {seq} after {last}")
                 if first < 0:
                     first = seq

@@ -129,6 +129,11 @@ class SessionStream:
         return self._stop is not None
 
     @property
+    def memory_events(self) -> int:
+        """Events held in memory (none once the stream is stopped or closed)."""
+        return len(self._recent)
+
+    @property
     def writing(self) -> bool:
         """Its writer (``run``) runs."""
         return self._running is not None and not self._running.is_set()
