@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 import anyio
@@ -312,7 +312,7 @@ class SessionStream:
             raise EventsExpiredError(self.session_id, after, first=self.first, last=self.written)
         return position
 
-    async def since(self, after: int) -> AsyncIterator[SessionEvent]:
+    async def since(self, after: int) -> AsyncGenerator[SessionEvent, None]:
         """Every event numbered above ``after``, then each new one, until the Session closes.
 
         Raises ``EventsExpiredError`` at once when the window no longer holds
