@@ -101,7 +101,7 @@ async def test_a_log_an_unsealed_writer_left_on_another_boot_starts_a_new_stream
     other = msgspec.json.encode(["opened", "another-boot", first.start])
     path.write_bytes(b"\n".join([kept[0], *kept[1:], other]) + b"\n")
     log, found, how = open_log(path)
-    log.close()
+    log.release()
     assert how == "restarted" and found.start > first.written
     async with writing(path) as second:
         assert second.start > first.written
@@ -110,7 +110,7 @@ async def test_a_log_an_unsealed_writer_left_on_another_boot_starts_a_new_stream
     # the same log, left unsealed by a process of this boot (a kill -9): it goes on
     path.write_bytes(b"\n".join([*kept, msgspec.json.encode(["opened", boot_id(), 7])]) + b"\n")
     log, _, how = open_log(path)
-    log.close()
+    log.release()
     assert how == "continued"
 
 

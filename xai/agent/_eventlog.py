@@ -151,23 +151,29 @@ def read_log(path: Path, after: int) -> tuple[Found | None, list[SessionEvent]]:
 
 
 class EventLog:
-    """A log open for appending, by the one process that streams its Session."""
+    """A log taken up for appending, by the one process that streams its Session. Its file
+    is open only while events come (``release`` closes it between turns: an idle Session
+    holds no descriptor for it)."""
 
     __slots__ = ("_fd", "events", "path", "start")
 
-    def __init__(self, path: Path, fd: int, start: int, events: int) -> None:
+    def __init__(self, path: Path, start: int, events: int) -> None:
         self.path = path
-        self._fd: int | None = fd
+        self._fd: int | None = None
         self.start = start
         self.events = events
         """Events in the file (past twice the window, ``compact`` keeps the window)."""
 
-    def _write(self, data: bytes) -> None:
+    def _open(self) -> int:
         if self._fd is None:
-            raise OSError(f"events log {self.path} is closed")
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        return self._fd
+
+    def _write(self, data: bytes) -> None:
+        fd = self._open()
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view) :]
+            view = view[os.write(fd, view) :]
 
     def append(self, events: Sequence[SessionEvent]) -> None:
         """Append ``events`` in one write. Blocking, but no fsync: page-cache fast."""
@@ -192,12 +198,10 @@ class EventLog:
             os.close(fd)
             tmp.unlink(missing_ok=True)
             raise
+        os.close(fd)
         os.replace(tmp, self.path)
-        self.close()
-        self._fd = fd
-        os.lseek(fd, 0, os.SEEK_END)
+        self.release()  # (the old file's)
         self.events = len(kept)
-        # (O_APPEND is not needed: this process is the only writer, at the end)
 
     def seal(self) -> None:
         """Say the writer let go cleanly (then ``sync`` and ``close``). Blocking, small."""
@@ -205,10 +209,10 @@ class EventLog:
 
     def sync(self) -> None:
         """fsync. Blocking: call it in a worker thread."""
-        if self._fd is not None:
-            os.fsync(self._fd)
+        os.fsync(self._open())
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close the file until the next write."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -238,10 +242,9 @@ def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
                 )
                 os.truncate(fd, found.good)
             os.write(fd, _encode(("opened", boot_id(), found.start)) + b"\n")
-        except BaseException:
+        finally:
             os.close(fd)
-            raise
-        return EventLog(path, fd, found.start, found.events), found, how
+        return EventLog(path, found.start, found.events), found, how
     if found is not None:
         _log.warning(
             "events_log.restarted",
@@ -254,11 +257,10 @@ def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, _encode(("opened", boot_id(), start)) + b"\n")
-        os.replace(tmp, path)
-    except BaseException:
+    finally:
         os.close(fd)
-        raise
+    os.replace(tmp, path)
     fresh = Found(
         start=start, first=start + 1, last=start, events=0, boot=boot_id(), sealed=False, good=0
     )
-    return EventLog(path, fd, start, 0), fresh, how
+    return EventLog(path, start, 0), fresh, how

@@ -34,7 +34,7 @@ from pathlib import Path
 import anyio
 
 from xai.agent._eventlog import EventLog, clock_start, open_log, read_log
-from xai.events import SessionClosed, SessionEvent, SessionEventBody
+from xai.events import SessionClosed, SessionEvent, SessionEventBody, TurnDone
 from xai.exceptions import EventsExpiredError
 from xai.logs import get_logger
 from xai.session import Session
@@ -191,6 +191,8 @@ class SessionStream:
                 if log.events > 2 * self.capacity:
                     log.compact(self.capacity)
                     self._first = pending[-1].seq - log.events + 1
+                if isinstance(pending[-1].event, TurnDone):
+                    log.release()  # between turns an idle Session holds no descriptor
             except OSError as exc:
                 self._lose_log(exc)
         self._recent.extend(pending)
@@ -206,7 +208,7 @@ class SessionStream:
         log, self._log = self._log, None
         self._on_disk = False
         if log is not None:
-            log.close()
+            log.release()
             with contextlib.suppress(OSError):
                 log.path.unlink()
 
@@ -272,7 +274,7 @@ class SessionStream:
             except OSError as exc:
                 _log.warning("stream.seal_failed", session_id=self.session_id, error=str(exc))
             finally:
-                log.close()
+                log.release()
                 self._log = None
         if not self._loaded:  # never read the log: nothing recorded can be numbered
             self._unnumbered.clear()
