@@ -3,6 +3,8 @@ next stream on it (a restart, a reopen), bounded, and never a source of a silent
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
@@ -12,7 +14,7 @@ import msgspec
 import pytest
 
 from xai.agent import SessionStream
-from xai.agent._eventlog import boot_id, open_log, read_log
+from xai.agent._eventlog import CLOSED_LOG_GRACE, boot_id, open_log, read_log, sweep_logs
 from xai.events import SessionClosed, SessionEvent, TurnStarted
 from xai.exceptions import EventsExpiredError
 
@@ -133,3 +135,15 @@ async def test_the_log_keeps_the_window_and_a_reader_reads_past_memory_from_it(
         assert [e.event for e in await take(stream, last, 1)] == [SessionClosed(reason="closed")]
     closed = await SessionStream.of_closed("s", path, 300)  # after a restart, say
     assert [e.seq for e in await take(closed, last - 1, 2)] == [last, last + 1]
+
+
+def test_the_logs_of_sessions_no_longer_open_go_once_their_grace_has_passed(
+    tmp_path: Path,
+) -> None:
+    now = time.time()
+    for name, age in (("closed", 700), ("open", 700), ("recent", 10), ("note.txt", 700)):
+        (tmp_path / (name if "." in name else f"{name}.jsonl")).write_text("x\n")
+        os.utime(tmp_path / (name if "." in name else f"{name}.jsonl"), (now - age, now - age))
+    assert sweep_logs(tmp_path, {"open"}, now - CLOSED_LOG_GRACE) == ["closed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["note.txt", "open.jsonl", "recent.jsonl"]
+    assert sweep_logs(tmp_path / "none", set(), now) == []

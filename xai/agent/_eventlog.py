@@ -32,12 +32,25 @@ import msgspec
 from xai.events import SessionEvent
 from xai.logs import get_logger
 
-__all__ = ["STREAMS_DIR", "EventLog", "Found", "boot_id", "clock_start", "open_log", "read_log"]
+__all__ = [
+    "CLOSED_LOG_GRACE",
+    "STREAMS_DIR",
+    "EventLog",
+    "Found",
+    "boot_id",
+    "clock_start",
+    "open_log",
+    "read_log",
+    "sweep_logs",
+]
 
 _log = get_logger(__name__)
 
 STREAMS_DIR = "streams"
 """Under an Agent's directory: the events log of each Session a host streams."""
+
+CLOSED_LOG_GRACE = 600.0
+"""Seconds the log of a Session no longer open stays for readers catching up, at least."""
 
 _encode = msgspec.json.Encoder().encode
 _decode_event = msgspec.json.Decoder(SessionEvent).decode
@@ -264,3 +277,24 @@ def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
         start=start, first=start + 1, last=start, events=0, boot=boot_id(), sealed=False, good=0
     )
     return EventLog(path, start, 0), fresh, how
+
+
+def sweep_logs(directory: Path, keep: set[str], before: float) -> list[str]:
+    """Delete the logs in ``directory`` of Sessions not in ``keep`` (by id) last written
+    before ``before`` (a wall-clock time); return their ids. Blocking."""
+    gone: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return gone
+    for entry in entries:
+        session_id = entry.name.removesuffix(".jsonl")
+        if session_id == entry.name or session_id in keep:
+            continue
+        try:
+            if entry.stat().st_mtime < before:
+                os.unlink(entry.path)
+                gone.append(session_id)
+        except FileNotFoundError:
+            continue
+    return gone

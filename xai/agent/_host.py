@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -22,7 +23,7 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
-from xai.agent._eventlog import STREAMS_DIR
+from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, sweep_logs
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import AgentEvent, SessionEvent, SessionOpened
 from xai.exceptions import (
@@ -201,6 +202,7 @@ class AgentHost:
                 agent.listen(functools.partial(self._reopened, agent))
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
+                self._group.start_soon(self._sweep_logs, agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
                 await self._evict(self.max_agents, keep=agent_id)
@@ -403,6 +405,16 @@ class AgentHost:
             assert self._group is not None
             self._group.start_soon(stream.run)
         return stream
+
+    async def _sweep_logs(self, agent: Agent) -> None:
+        """The events logs of the Agent's Sessions that are closed (not open once it has
+        started, not streamed here) and were last written ``CLOSED_LOG_GRACE`` ago go."""
+        keep = set(agent.sessions) | {s for (a, s) in self._streams if a == agent.id}
+        before = time.time() - CLOSED_LOG_GRACE
+        directory = agent.directory / STREAMS_DIR
+        gone = await anyio.to_thread.run_sync(sweep_logs, directory, keep, before)
+        if gone:
+            _log.info("host.logs_swept", agent_id=agent.id, sessions=len(gone))
 
     def _reopened(self, agent: Agent, event: AgentEvent) -> None:
         """Heard as the Agent publishes it: a Session it reopened (a restart, a reopen
