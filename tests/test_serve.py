@@ -251,6 +251,30 @@ async def test_events_older_than_the_window_or_past_the_end_are_a_410_not_a_gap(
         assert kinds(tail)[-1] == "turn_done"
 
 
+async def test_a_closed_sessions_stream_is_served_from_its_log_by_the_next_server(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with gateway(tmp_path, provider) as (client, _):
+        session = await open_session(client)
+        path = f"/agents/ada/sessions/{session}"
+        assert (await client.post(path + "/messages", json={"text": "one"})).is_success
+        before = await read(client, path + "/events", turns_done(1))
+    # the server stopped (its Agents closed their Sessions); another starts on the same root
+    async with gateway(tmp_path, provider) as (client, _):
+        whole = await read(client, path + "/events", lambda got: got[-1].event == "session_closed")
+        assert [e.data for e in whole[: len(before)]] == [e.data for e in before]
+        assert consecutive(seqs(whole)) and kinds(whole)[-1] == "session_closed"
+        tail = await read(
+            client,
+            path + "/events",
+            lambda got: got[-1].event == "session_closed",
+            {"Last-Event-ID": before[-1].id},
+        )
+        assert seqs(tail) == seqs(whole)[len(before) :]
+        refused = await client.post(path + "/messages", json={"text": "two"})
+        assert refused.status_code == 409
+
+
 async def test_facts_are_listed_after_a_close_and_a_closed_session_is_409(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
