@@ -402,9 +402,13 @@ class AgentHost:
             )
             self._keep(key, stream)
         if not stream.attached and not stream.closed and stream.attach(session):
-            assert self._group is not None
-            self._group.start_soon(stream.run)
+            self._write(stream)
         return stream
+
+    def _write(self, stream: SessionStream) -> None:
+        """Start the stream's writer (it ends when the Session closes or the stream stops)."""
+        assert self._group is not None
+        self._group.start_soon(stream.run)
 
     async def _sweep_logs(self, agent: Agent) -> None:
         """The events logs of the Agent's Sessions that are closed (not open once it has
@@ -424,12 +428,15 @@ class AgentHost:
         session_id = event.session_id
         if not isinstance(event.event, SessionOpened) or not event.event.resumed:
             return
-        if session_id is None or session_id not in agent.sessions:
+        session = agent.sessions.get(session_id) if session_id is not None else None
+        if session is None:
             return
-        if (agent.id, session_id) in self._streams or self._log_path(
-            agent.id, session_id
-        ).is_file():
-            self._stream_of(agent.id, agent.sessions[session_id])
+        stream = self._streams.get((agent.id, session.id))
+        if stream is None:
+            if self._log_path(agent.id, session.id).is_file():
+                self._stream_of(agent.id, session)
+        elif stream.attach(session):  # (also if still attached: to a Session that is gone)
+            self._write(stream)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
