@@ -15,7 +15,7 @@ import pytest
 
 from xai.agent import SessionStream
 from xai.agent._eventlog import CLOSED_LOG_GRACE, boot_id, open_log, read_log, sweep_logs
-from xai.events import SessionClosed, SessionEvent, TurnStarted
+from xai.events import SessionClosed, SessionEvent, TextDelta, TurnStarted
 from xai.exceptions import EventsExpiredError
 
 pytestmark = pytest.mark.anyio
@@ -27,15 +27,13 @@ def turn(n: int) -> TurnStarted:
 
 @asynccontextmanager
 async def writing(path: Path, capacity: int = 100) -> AsyncIterator[SessionStream]:
-    """A stream on the log at ``path`` with its writer running; stopped (sealed) at the end."""
+    """A stream that has taken up the log at ``path``; stopped (sealed) at the end."""
     stream = SessionStream("s", capacity, log=path)
-    async with anyio.create_task_group() as group:
-        group.start_soon(stream.run)
-        await stream.ready()
-        try:
-            yield stream
-        finally:
-            await stream.stop()
+    await stream.load()
+    try:
+        yield stream
+    finally:
+        await stream.stop()
 
 
 async def take(stream: SessionStream, after: int, n: int) -> list[SessionEvent]:
@@ -147,3 +145,25 @@ def test_the_logs_of_sessions_no_longer_open_go_once_their_grace_has_passed(
     assert sweep_logs(tmp_path, {"open"}, now - CLOSED_LOG_GRACE) == ["closed"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["note.txt", "open.jsonl", "recent.jsonl"]
     assert sweep_logs(tmp_path / "none", set(), now) == []
+
+
+async def test_deltas_are_written_in_one_go_when_a_reader_wants_them_or_the_next_event_comes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+
+    def on_disk() -> int:
+        found, _ = read_log(path, 0)
+        assert found is not None
+        return found.events
+
+    async with writing(path) as stream:
+        for word in ("a", "b", "c"):
+            stream.add(TextDelta(query_id="q", round=1, text=word))
+        assert on_disk() == 0 and stream.written == stream.start  # nobody was given them
+        got = await take(stream, 0, 3)  # the reader's wake-up writes all three
+        assert [e.event.text for e in got if isinstance(e.event, TextDelta)] == ["a", "b", "c"]
+        assert on_disk() == 3
+        stream.add(TextDelta(query_id="q", round=1, text="d"))
+        stream.add(turn(1))  # any other event: written at once, the delta before it
+        assert on_disk() == 5 and stream.written == stream.start + 5

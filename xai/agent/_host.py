@@ -402,13 +402,13 @@ class AgentHost:
             )
             self._keep(key, stream)
         if not stream.attached and not stream.closed and stream.attach(session):
-            self._write(stream)
+            self._load(stream)
         return stream
 
-    def _write(self, stream: SessionStream) -> None:
-        """Start the stream's writer (it ends when the Session closes or the stream stops)."""
+    def _load(self, stream: SessionStream) -> None:
+        """Read the stream's log in a task (what the Session publishes meanwhile waits)."""
         assert self._group is not None
-        self._group.start_soon(stream.run)
+        self._group.start_soon(stream.load)
 
     async def _sweep_logs(self, agent: Agent) -> None:
         """The events logs of the Agent's Sessions that are closed (not open once it has
@@ -436,7 +436,7 @@ class AgentHost:
             if self._log_path(agent.id, session.id).is_file():
                 self._stream_of(agent.id, session)
         elif stream.attach(session):  # (also if still attached: to a Session that is gone)
-            self._write(stream)
+            self._load(stream)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"

@@ -10,10 +10,14 @@ every later event exactly once, in order; it is refused with ``EventsExpiredErro
 when the events it asks for are no longer kept, never given a silent gap.
 
 The window is on disk (``log``: the Session's events log, see ``_eventlog``): each
-event is written there before any reader is given it, several to a write when they
-come faster than the writer task runs. Recent events are also kept in memory while
-the Session runs (for readers that keep up); a suspended or closed stream keeps
-none, its readers read the file. A stream made again on the same log (the Agent
+event is written there before any reader is given it. Every event but a text or
+thinking delta is written as it is recorded, with the deltas before it in the same
+write; deltas wait until a reader wants them or the next other event comes (a
+reader's wake-up writes every delta pending, so a burst of deltas costs one write;
+deltas nobody was given may be lost to a kill, their numbers then go to the next
+events). No task runs per stream. Recent events are also kept in memory while the
+Session runs (for readers that keep up); a suspended or closed stream keeps none,
+its readers read the file. A stream made again on the same log (the Agent
 reopened, here or by another process) goes on from the log's last number, so a
 reader that reconnects with its last number misses nothing, even across a kill -9
 of the process. Numbers start after the wall clock in microseconds when the log
@@ -34,7 +38,14 @@ from pathlib import Path
 import anyio
 
 from xai.agent._eventlog import EventLog, clock_start, open_log, read_log
-from xai.events import SessionClosed, SessionEvent, SessionEventBody, TurnDone
+from xai.events import (
+    SessionClosed,
+    SessionEvent,
+    SessionEventBody,
+    TextDelta,
+    ThinkingDelta,
+    TurnDone,
+)
 from xai.exceptions import EventsExpiredError
 from xai.logs import get_logger
 from xai.session import Session
@@ -49,23 +60,24 @@ DEFAULT_REPLAY_EVENTS = 4096
 MEMORY_EVENTS = 256
 """Of those, the most recent kept in memory too while the Session runs (with a log)."""
 
+_DEFERRED = (TextDelta, ThinkingDelta)
+"""Events written when a reader wants them or with the next other event."""
+
 
 class SessionStream:
-    """The replay window of one Session; ``attach`` it to each running incarnation and, with
-    a ``log``, run its writer (``run``) meanwhile."""
+    """The replay window of one Session; ``attach`` it to each running incarnation (and,
+    with a ``log``, ``load`` it when ``attach`` says so)."""
 
     __slots__ = (
         "_first",
         "_loaded",
+        "_loading",
         "_log",
         "_on_disk",
         "_pending",
-        "_poke",
         "_ready",
         "_recent",
-        "_running",
         "_stop",
-        "_stopping",
         "_unnumbered",
         "_waiter",
         "capacity",
@@ -104,17 +116,16 @@ class SessionStream:
         )
         self._unnumbered: list[SessionEventBody] = []  # recorded before the log was read
         self._pending: list[SessionEvent] = []  # numbered, not written yet
-        self._log: EventLog | None = None
+        self._log: EventLog | None = None  # taken up (between ``load`` and ``stop``)
         self._stop: Callable[[], None] | None = None
         self._waiter: anyio.Event | None = None
-        self._poke: anyio.Event | None = None
         self._ready: anyio.Event | None = None
-        self._running: anyio.Event | None = None  # set when ``run`` has ended
-        self._stopping = False
+        self._loading: anyio.Event | None = None  # set when ``load`` has ended
 
     @classmethod
     async def of_closed(cls, session_id: str, log: Path, capacity: int) -> SessionStream:
-        """The stream of a Session that closed, read back from its log (no writer)."""
+        """The stream of a Session that closed, read back from its log (nothing is written:
+        a number past the log's end, after a machine crash, is refused)."""
         found, _ = await anyio.to_thread.run_sync(read_log, log, 2**62)
         stream = cls(session_id, capacity, log=log)
         stream.closed = True
@@ -133,23 +144,18 @@ class SessionStream:
         """Events held in memory (none once the stream is stopped or closed)."""
         return len(self._recent)
 
-    @property
-    def writing(self) -> bool:
-        """Its writer (``run``) runs."""
-        return self._running is not None and not self._running.is_set()
-
     def attach(self, session: Session) -> bool:
         """Record the events of ``session`` (a running Session) from now on, each as it is
         published (synchronously: none is lost or recorded late). True if the caller must
-        start ``run`` now (in a task group): there is a log and no writer runs."""
+        run ``load`` now (in a task): there is a log this stream has not taken up."""
         self.detach()
         if self.closed:
             return False
         self._stop = session.listen(self._record)
-        if self.log_path is None or self.writing:
+        loading = self._loading is not None and not self._loading.is_set()
+        if self.log_path is None or self._log is not None or loading:
             return False
         self._loaded = False  # the log is read again: another process may have written it
-        self._stopping = False
         return True
 
     def detach(self) -> None:
@@ -167,17 +173,18 @@ class SessionStream:
             self.detach()
         if not self._loaded:
             self._unnumbered.append(body)
+            return
+        self.seq += 1
+        self._pending.append(SessionEvent(self.session_id, self.seq, body))
+        if self._log is None or not isinstance(body, _DEFERRED):
+            self.flush()
         else:
-            self.seq += 1
-            self._pending.append(SessionEvent(self.session_id, self.seq, body))
-            if self._log is None and self.log_path is None:
-                self.flush()  # memory only: readable at once
-        self._wake_writer()
+            self._wake()  # a reader that wants it writes it
 
-    def _wake_writer(self) -> None:
-        poke, self._poke = self._poke, None
-        if poke is not None:
-            poke.set()
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.set()
 
     def flush(self) -> None:
         """Write what is numbered and not written (one write), then give it to readers."""
@@ -197,9 +204,20 @@ class SessionStream:
                 self._lose_log(exc)
         self._recent.extend(pending)
         self.written = pending[-1].seq
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            waiter.set()
+        if self.closed and self._log is not None:
+            self._let_go(self._log)  # the Session's last event: nothing more comes
+        self._wake()
+
+    def _let_go(self, log: EventLog) -> None:
+        """Seal the log (not synced) and drop the events held in memory."""
+        self._log = None
+        try:
+            log.seal()
+        except OSError as exc:
+            _log.warning("stream.seal_failed", session_id=self.session_id, error=str(exc))
+        finally:
+            log.release()
+        self._recent.clear()  # readers read the log from now on
 
     def _lose_log(self, exc: OSError) -> None:
         """The log cannot be written: go on in memory, and remove the log so that no later
@@ -212,40 +230,33 @@ class SessionStream:
             with contextlib.suppress(OSError):
                 log.path.unlink()
 
-    async def run(self) -> None:
-        """The writer, while the stream is attached: read the log (numbering goes on from
-        it), then write each batch of events as they come, until the Session closes or
-        ``stop``. Ends by sealing the log (fsynced) and dropping the events held in memory."""
+    async def load(self) -> None:
+        """Take up the log: read it (the numbering goes on from it, see ``_eventlog``), then
+        number and write what was recorded meanwhile. Returns once done."""
         assert self.log_path is not None
-        self._running = done = anyio.Event()
+        self._loading = done = anyio.Event()
         try:
-            try:
-                log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path)
-            except OSError as exc:
-                _log.error("stream.log_unreadable", session_id=self.session_id, error=str(exc))
-                self.log_path = None  # memory only from now on: a new stream's numbers
-                now = clock_start()
-                self._renumber(now, now + 1, on_disk=False, start=now)
-                return
+            log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path)
+        except OSError as exc:
+            _log.error("stream.log_unreadable", session_id=self.session_id, error=str(exc))
+            self.log_path = None  # memory only from now on: a new stream's numbers
+            now = clock_start()
+            self._renumber(now, now + 1, on_disk=False, start=now)
+        else:
             self._log = log
             if how == "restarted":
                 self._recent.clear()
             self._renumber(found.last, found.first, on_disk=True, start=found.start)
-            while True:
-                self.flush()
-                if self.closed or self._stopping:
-                    return
-                self._poke = anyio.Event()
-                await self._poke.wait()
         finally:
-            with anyio.CancelScope(shield=True):
-                await self._let_go()
+            if not self._loaded:  # cancelled: what was recorded cannot be numbered
+                self._unnumbered.clear()
+                self._loaded = True
+                self._set_ready()
             done.set()
 
-    def _renumber(self, last: int, first: int, *, on_disk: bool, start: int | None = None) -> None:
+    def _renumber(self, last: int, first: int, *, on_disk: bool, start: int) -> None:
         """The numbering is known (the log was read): number what was recorded meanwhile."""
-        if start is not None:
-            self.start = start
+        self.start = start
         self.seq = self.written = last
         self._first = first
         self._on_disk = on_disk
@@ -255,42 +266,34 @@ class SessionStream:
             self.seq += 1
             self._pending.append(SessionEvent(self.session_id, self.seq, body))
         self.flush()
-        if self._recent and self._recent[0].seq <= self.start:
-            self._recent.clear()  # (left from before a restarted log)
-        ready, self._ready = self._ready, None
-        if ready is not None:
-            ready.set()
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            waiter.set()
+        if self.closed and self._log is not None:  # (closed before the log was read)
+            self._let_go(self._log)
+        self._set_ready()
+        self._wake()
 
-    async def _let_go(self) -> None:
-        log = self._log
-        if log is not None:
-            self.flush()
-            try:
-                log.seal()
-                await anyio.to_thread.run_sync(log.sync)
-            except OSError as exc:
-                _log.warning("stream.seal_failed", session_id=self.session_id, error=str(exc))
-            finally:
-                log.release()
-                self._log = None
-        if not self._loaded:  # never read the log: nothing recorded can be numbered
-            self._unnumbered.clear()
-            self._loaded = True
-        self._recent.clear()  # readers read the log from now on
+    def _set_ready(self) -> None:
         ready, self._ready = self._ready, None
         if ready is not None:
             ready.set()
 
     async def stop(self) -> None:
-        """Detach, write what is left, seal the log and wait until that is done."""
+        """Detach, write what is left, seal the log (fsynced: another machine may take it
+        up) and drop the events held in memory."""
         self.detach()
-        self._stopping = True
-        self._wake_writer()
-        if self._running is not None:
-            await self._running.wait()
+        if self._loading is not None:
+            await self._loading.wait()
+        log = self._log
+        if log is not None:
+            self.flush()
+            self._let_go(log)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(log.sync)
+                except OSError as exc:
+                    _log.warning("stream.sync_failed", session_id=self.session_id, error=str(exc))
+                finally:
+                    log.release()
+        self._recent.clear()
 
     async def ready(self) -> None:
         """Wait until the numbering is known (the log read)."""
@@ -334,6 +337,9 @@ class SessionStream:
                 for event in await self._from_log(position):
                     position = event.seq
                     yield event
+                continue
+            if self._pending:
+                self.flush()  # deltas wait for a reader: this one
                 continue
             if self.closed and self._loaded and position >= self.seq:
                 return
