@@ -1,12 +1,12 @@
 """The events log of one streamed Session: its stream, on disk, so it outlives the process.
 
 ``<agent dir>/streams/<session id>.jsonl``, one JSON value a line, appended with one
-``write`` per batch (no fsync: a killed process loses nothing it wrote, the page cache
-keeps it; only a machine crash can). A line is either a ``SessionEvent`` (an object) or
-a mark (an array): ``["opened", boot, start]`` each time a process takes the log up
-(``boot``: the machine's boot id; ``start``: the number before the stream's first
-event), ``["sealed"]`` when its writer let go of it cleanly (the Agent suspended, the
-Session closed; fsynced).
+``write`` per batch of events (no fsync: a killed process loses nothing it wrote, the
+page cache keeps it; only a machine crash can). A line is either a ``SessionEvent`` (an
+object) or a mark (an array): ``["opened", boot, start]`` each time a process takes the
+log up (``boot``: the machine's boot id; ``start``: the number before the stream's first
+event), ``["sealed"]`` when its writer let go of it cleanly (the Agent suspended:
+fsynced, another machine may take it up; the Session closed: nothing more comes).
 
 Reopening (``open_log``) keeps the numbering when nothing the old writer wrote can be
 missing: the log is sealed, or its last writer ran on this machine since its last boot
