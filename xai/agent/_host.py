@@ -12,7 +12,7 @@ import functools
 import re
 import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -339,7 +339,7 @@ class AgentHost:
 
     async def events(
         self, agent_id: str, session_id: str, after: int = 0
-    ) -> AsyncIterator[SessionEvent]:
+    ) -> AsyncGenerator[SessionEvent, None]:
         """The Session's events numbered above ``after`` (host numbers), then each new one,
         until it closes. Awaiting it checks first: ``SessionNotFoundError``,
         ``SessionClosedError`` (closed, and its stream no longer kept) and
