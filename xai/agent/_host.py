@@ -381,7 +381,7 @@ class AgentHost:
             raise
 
     def _log_path(self, agent_id: str, session_id: str) -> Path:
-        return self.root / agent_id / STREAMS_DIR / f"{session_id}.jsonl"
+        return (self.root / agent_id).expanduser() / STREAMS_DIR / f"{session_id}.jsonl"
 
     def _keep(self, key: tuple[str, str], stream: SessionStream) -> None:
         """Keep ``stream``; forget the oldest closed ones past the cap (their logs go)."""
