@@ -4,6 +4,7 @@ suspended (its Sessions stay open), and the next call for it reopens it transpar
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,33 @@ async def test_a_submit_repeated_with_its_input_id_is_queued_once(
         journal = agent.directory / "sessions" / info.session_id / "journal.jsonl"
         history = read_journal(journal).history
         assert [m.content for m in history if isinstance(m, UserMessage)] == ["hi"]
+
+
+async def test_another_host_that_takes_a_suspended_agent_over_goes_on_with_its_streams(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """Hosts on a shared root (a cluster): the stream's numbers are the log's, not a host's."""
+
+    async def until_done(host: AgentHost, session: str, after: int) -> list[int]:
+        seqs = []
+        with anyio.fail_after(20):  # a guard against a hang, not a wait
+            async with aclosing(await host.events("ada", session, after)) as events:
+                async for event in events:
+                    seqs.append(event.seq)
+                    if isinstance(event.event, TurnDone):
+                        return seqs
+        raise AssertionError("the stream ended before the turn did")
+
+    async with (
+        AgentHost(tmp_path, lambda _: provider, max_agents=1) as first,
+        AgentHost(tmp_path, lambda _: provider) as second,
+    ):
+        session = (await first.open_session("ada", OpenSession())).session_id
+        await first.submit("ada", session, "one")
+        before = await until_done(first, session, 0)
+        await first.open_session("bob", OpenSession())  # ada is suspended: her lock is free
+        assert first.agent_ids == ["bob"]
+        await second.submit("ada", session, "two")  # the second host starts her
+        after = await until_done(second, session, before[-1])
+        assert after[0] == before[-1] + 1  # (events after the first turn's end come too)
+        assert (await until_done(second, session, 0))[: len(before)] == before

@@ -19,13 +19,14 @@ import anyio
 import httpx
 import msgspec
 import pytest
+from httpx_sse import ServerSentEvent, aconnect_sse
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from tests.test_serve import consecutive, open_session, read, seqs, turns_done
 from xai.agent import At, OpenSession, Wakeup, WakeupState
 from xai.config import LLMConfig
-from xai.events import SessionEvent, ToolCallStarted, TurnDone
+from xai.events import SessionEvent, TurnDone
 from xai.messages import ToolMessage, UserMessage
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.serve import create_app, serve_app
@@ -246,7 +247,7 @@ def _heard(scripted: OpenAIWireServer, text: str) -> threading.Event:
     return heard
 
 
-async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
+async def test_a_killed_host_actor_restarts_its_agent_resumes_and_an_sse_reader_misses_nothing(
     hosts: RayHosts, scripted: OpenAIWireServer, tmp_path: Path
 ) -> None:
     agent = "killed"
@@ -261,28 +262,40 @@ async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
     input_id = await hosts.submit(agent, session, "work", input_id="work-1")
     assert input_id == "work-1"
     stream = await hosts.events(agent, session, 0)
-    async for event in stream:  # until the slow tool runs (the note tool has finished)
-        if isinstance(event.event, ToolCallStarted) and event.event.call.name == "slow":
-            break
-    old = await hosts.pid(agent)
-    _missed_wakeup(tmp_path / "agents" / sleeper, "wake up, sleeper")  # (its host read none)
-    os.kill(old, signal.SIGKILL)
-    with pytest.raises(ray.exceptions.RayActorError):
-        async for _ in stream:
-            pass
-    # Before any call reaches it, the restarted actor's host finds the sleeper due and starts
-    # it; its scheduler runs the firing missed while the host was down once (run_once).
-    assert await anyio.to_thread.run_sync(woke.wait, 30)  # (a guard, not a wait)
+    async with gateway_of(hosts) as client:
+        path = f"/agents/{agent}/sessions/{session}/events"
+        seen: list[ServerSentEvent] = []
+        async with aconnect_sse(client, "GET", path) as source:  # an SSE reader through it all
+            async for event in source.aiter_sse():
+                seen.append(event)
+                if event.event == "tool_call_started" and '"slow"' in event.data:
+                    old = await hosts.pid(agent)  # the note tool has finished, slow runs
+                    _missed_wakeup(tmp_path / "agents" / sleeper, "wake up, sleeper")
+                    os.kill(old, signal.SIGKILL)  # (the sleeper's host read no schedule)
+        assert seen[-1].event == "error"  # the gateway says the stream broke off
+        with pytest.raises(ray.exceptions.RayActorError):
+            async for _ in stream:
+                pass
+        # Before any call reaches it, the restarted actor's host finds the sleeper due and
+        # starts it; its scheduler runs the firing missed while the host was down once.
+        assert await anyio.to_thread.run_sync(woke.wait, 30)  # (a guard, not a wait)
 
-    # The next calls wait for the restarted actor; the Agent reopens from its directory.
-    restarted = await hosts.session_info(agent, session)
-    assert await hosts.pid(agent) != old
-    assert restarted.turns == 1  # the interrupted turn is in the journal
-    # The same input again (a client retrying through the crash): not queued twice.
-    assert await hosts.submit(agent, session, "work", input_id="work-1") == "work-1"
-    await hosts.submit(agent, session, "go on")
-    bodies = await _until_turn_done(hosts, agent, session, 0)
-    assert bodies[-1].outcome.text == "echo: go on"
+        # The next calls wait for the restarted actor; the Agent reopens from its directory.
+        restarted = await hosts.session_info(agent, session)
+        assert await hosts.pid(agent) != old
+        assert restarted.turns == 1  # the interrupted turn is in the journal
+        # The same input again (a client retrying through the crash): not queued twice.
+        assert await hosts.submit(agent, session, "work", input_id="work-1") == "work-1"
+        await hosts.submit(agent, session, "go on")
+        last = {"Last-Event-ID": seen[-2].id}  # the reader reconnects from its last number
+        # the end of the interrupted turn, then the "go on" turn
+        resumed = await read(client, path, turns_done(2), headers=last)
+    before = seen[:-1]
+    assert consecutive(seqs(before) + seqs(resumed))  # no gap, no duplicate, across the kill
+    interrupted, done = (msgspec.json.decode(e.data) for e in resumed if e.event == "turn_done")
+    assert resumed[0].event == "turn_done"  # the end of the turn the kill interrupted comes next
+    assert interrupted["event"]["outcome"]["status"] == "interrupted"
+    assert done["event"]["outcome"]["text"] == "echo: go on"
     await hosts.close_session(agent, session)
 
     assert _runs(marks, "note") == 1  # the finished tool call never ran again
@@ -295,8 +308,9 @@ async def test_a_killed_host_actor_restarts_and_its_agent_resumes(
     assert results == {"note": False, "slow": True}  # the interrupted call: a made-up result
 
 
-async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
-    """``xai serve --ray``: the same HTTP + SSE API, RayHosts as its Backend."""
+@asynccontextmanager
+async def gateway_of(hosts: RayHosts) -> AsyncIterator[httpx.AsyncClient]:
+    """``xai serve --ray``: the gateway on 127.0.0.1 with RayHosts as its Backend."""
     async with anyio.create_task_group() as group:
         stop, listening = anyio.Event(), anyio.Event()
         urls: list[str] = []
@@ -310,22 +324,28 @@ async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
         await listening.wait()
         try:
             async with httpx.AsyncClient(base_url=urls[0], timeout=30) as client:
-                for agent in _ids_on_both(hosts):
-                    session = await open_session(client, agent)
-                    path = f"/agents/{agent}/sessions/{session}"
-                    sent = await client.post(path + "/messages", json={"text": "hi"})
-                    assert sent.status_code == 202, sent.text
-                    got = await read(client, path + "/events", turns_done(1))
-                    assert consecutive(seqs(got))
-                    resumed = await read(
-                        client,
-                        path + "/events",
-                        lambda g: len(g) >= 1,
-                        headers={"Last-Event-ID": str(seqs(got)[-2])},
-                    )
-                    assert seqs(resumed) == [seqs(got)[-1]]  # from its last number, no gap
-                    assert (await client.delete(path)).status_code in (200, 204)
-                missing = await client.get("/agents/nobody/sessions/nothing/events")
-                assert missing.status_code == 404
+                yield client
         finally:
             stop.set()
+
+
+async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
+    """``xai serve --ray``: the same HTTP + SSE API, RayHosts as its Backend."""
+    async with gateway_of(hosts) as client:
+        for agent in _ids_on_both(hosts):
+            session = await open_session(client, agent)
+            path = f"/agents/{agent}/sessions/{session}"
+            sent = await client.post(path + "/messages", json={"text": "hi"})
+            assert sent.status_code == 202, sent.text
+            got = await read(client, path + "/events", turns_done(1))
+            assert consecutive(seqs(got))
+            resumed = await read(
+                client,
+                path + "/events",
+                lambda g: len(g) >= 1,
+                headers={"Last-Event-ID": str(seqs(got)[-2])},
+            )
+            assert seqs(resumed) == [seqs(got)[-1]]  # from its last number, no gap
+            assert (await client.delete(path)).status_code in (200, 204)
+        missing = await client.get("/agents/nobody/sessions/nothing/events")
+        assert missing.status_code == 404

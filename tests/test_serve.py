@@ -251,6 +251,30 @@ async def test_events_older_than_the_window_or_past_the_end_are_a_410_not_a_gap(
         assert kinds(tail)[-1] == "turn_done"
 
 
+async def test_a_closed_sessions_stream_is_served_from_its_log_by_the_next_server(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    async with gateway(tmp_path, provider) as (client, _):
+        session = await open_session(client)
+        path = f"/agents/ada/sessions/{session}"
+        assert (await client.post(path + "/messages", json={"text": "one"})).is_success
+        before = await read(client, path + "/events", turns_done(1))
+    # the server stopped (its Agents closed their Sessions); another starts on the same root
+    async with gateway(tmp_path, provider) as (client, _):
+        whole = await read(client, path + "/events", lambda got: got[-1].event == "session_closed")
+        assert [e.data for e in whole[: len(before)]] == [e.data for e in before]
+        assert consecutive(seqs(whole)) and kinds(whole)[-1] == "session_closed"
+        tail = await read(
+            client,
+            path + "/events",
+            lambda got: got[-1].event == "session_closed",
+            {"Last-Event-ID": before[-1].id},
+        )
+        assert seqs(tail) == seqs(whole)[len(before) :]
+        refused = await client.post(path + "/messages", json={"text": "two"})
+        assert refused.status_code == 409
+
+
 async def test_facts_are_listed_after_a_close_and_a_closed_session_is_409(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
@@ -392,25 +416,43 @@ async def cli_server(root: Path, *args: str) -> AsyncIterator[tuple[str, anyio.a
             await process.aclose()
 
 
-async def test_the_xai_serve_command_serves_the_offline_model_and_stops_cleanly(
+async def test_the_xai_serve_command_resumes_a_stream_across_a_kill_9_and_stops_cleanly(
     tmp_path: Path,
 ) -> None:
+    """The offline model through the command; the stream is in the Agent's directory,
+    written before any reader got an event, so a server started again on it after a
+    SIGKILL goes on with the next numbers and serves the old ones: no gap, no duplicate."""
+    root = tmp_path / "agents"
     async with (
-        cli_server(tmp_path / "agents") as (url, process),
+        cli_server(root) as (url, process),
         httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         assert url.startswith("http://127.0.0.1:")
         session = await open_session(client, "fern")
         path = f"/agents/fern/sessions/{session}"
-        for text in ("Hi, I'm Ada", "What's the weather in Paris and Tokyo?"):
-            assert (await client.post(path + "/messages", json={"text": text})).status_code == 202
-        with anyio.fail_after(50):
-            events = await read(client, path + "/events", turns_done(2))
-        assert kinds(events).count("tool_call_finished") == 2  # get_weather, twice
-        first = next(msgspec.json.decode(e.data) for e in events if e.event == "turn_done")
+        assert (await client.post(path + "/messages", json={"text": "Hi, I'm Ada"})).is_success
+        with anyio.fail_after(50):  # a guard against a hang, not a wait
+            before = await read(client, path + "/events", turns_done(1))
+        first = msgspec.json.decode(before[-1].data)
         assert first["event"]["outcome"]["text"] == "Nice to meet you, Ada!"
+        process.kill()  # SIGKILL: nothing is closed, flushed or sealed
+        await process.wait()
+    async with (
+        cli_server(root) as (url, process),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        text = "What's the weather in Paris and Tokyo?"
+        assert (await client.post(path + "/messages", json={"text": text})).status_code == 202
+        last = before[-3].id  # the reader lost its connection three events before the end
+        with anyio.fail_after(50):
+            after = await read(client, path + "/events", turns_done(2), {"Last-Event-ID": last})
+        assert seqs(after)[0] == int(last) + 1
+        assert [e.data for e in after[:2]] == [e.data for e in before[-2:]]  # as they were
+        assert consecutive(seqs(before[:-2]) + seqs(after))
+        assert kinds(after).count("turn_started") == 1 and kinds(after)[-1] == "turn_done"
+        assert kinds(after).count("tool_call_finished") == 2  # get_weather, twice
         process.send_signal(signal.SIGINT)  # it stops serving; the host closes its Agents
         with anyio.fail_after(60):
             assert await process.wait() == 0
-    journal = tmp_path / "agents" / "fern" / "sessions" / session / "journal.jsonl"
+    journal = root / "fern" / "sessions" / session / "journal.jsonl"
     assert b'"kind":"closed"' in journal.read_bytes()

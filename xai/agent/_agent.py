@@ -301,6 +301,11 @@ class Agent:
         """Every event of the Agent and of each of its Sessions, as ``AgentEvent``s."""
         return self._hub.subscribe(buffer or self.config.event_buffer, overflow)
 
+    def listen(self, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        """Call ``callback`` synchronously with every event as it is published (it must be
+        quick). Returns the way to stop; a host hears a reopened Session this way."""
+        return self._hub.listen(callback)
+
     def _publish(self, session_id: str | None, body: Any) -> None:
         self._hub.publish((session_id, body))
 

@@ -7,9 +7,12 @@ never with live objects, so the same calls can later cross a process boundary
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
+import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,9 +23,10 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
+from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, sweep_logs
 from xai.agent._host_wakeups import HostWakeups
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
-from xai.events import SessionEvent
+from xai.events import AgentEvent, SessionEvent, SessionOpened
 from xai.exceptions import (
     AgentBusyError,
     ConfigurationError,
@@ -45,7 +49,8 @@ INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
 _CLOSED_STREAMS_KEPT = 256
-"""Streams of closed Sessions a host keeps (readers may still be catching up on them)."""
+"""Streams of closed Sessions a host keeps (readers may still be catching up on them); the
+log of one it forgets is deleted."""
 
 
 class OpenSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,8 +101,9 @@ class AgentHost:
     host"). Agents share the host's ``clock``.
 
     ``events`` streams a Session's events with the host's own sequence numbers, kept
-    across suspends: the last ``replay_events`` of each streamed Session stay
-    replayable for readers that reconnect (``SessionStream``).
+    across suspends and restarts: the last ``replay_events`` of each streamed Session stay
+    replayable for readers that reconnect, from its events log
+    (``<agent>/streams/<session>.jsonl``, see ``SessionStream``).
     """
 
     def __init__(
@@ -212,10 +218,12 @@ class AgentHost:
                     clock=self.clock,
                 )
                 agent.scheduler.watched_since = self.wakeups.since_for(agent_id)
+                # (before it starts: its reopened Sessions are streamed from their first event)
+                agent.listen(functools.partial(self._reopened, agent))
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
                 self.wakeups.started(agent_id)
-                self._reattach(agent)
+                self._group.start_soon(self._sweep_logs, agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
                 await self._evict(self.max_agents, keep=agent_id)
@@ -259,6 +267,9 @@ class AgentHost:
     async def _suspend(self, agent_id: str, agent: Agent, why: str) -> bool:
         del self._agents[agent_id]  # (not running from now on, for ``agent_ids`` too)
         used = self._used.pop(agent_id, None)
+        streams = [s for (owner, _), s in self._streams.items() if owner == agent_id]
+        for stream in streams:
+            stream.flush()  # on disk before the Agent's lock is let go (another host may take it)
         try:
             await agent.suspend()
         except AgentBusyError:  # a turn began (a wake-up): it stays, as if just used
@@ -267,9 +278,8 @@ class AgentHost:
                 self._used[agent_id] = used
             self._touch(agent_id)
             return False
-        for (owner, _), stream in self._streams.items():
-            if owner == agent_id:
-                stream.detach()  # its Sessions stopped; a restart attaches the new ones
+        for stream in streams:
+            await stream.stop()  # sealed, nothing in memory; a reopen attaches it again
         self.evictions += 1
         _log.info("host.agent_suspended", agent_id=agent_id, why=why, running=len(self._agents))
         await self.wakeups.stopped(agent_id)
@@ -353,18 +363,29 @@ class AgentHost:
 
     async def events(
         self, agent_id: str, session_id: str, after: int = 0
-    ) -> AsyncIterator[SessionEvent]:
+    ) -> AsyncGenerator[SessionEvent, None]:
         """The Session's events numbered above ``after`` (host numbers), then each new one,
         until it closes. Awaiting it checks first: ``SessionNotFoundError``,
         ``SessionClosedError`` (closed, and its stream no longer kept) and
         ``EventsExpiredError`` (the events after ``after`` are not kept, see
         ``SessionStream``) are raised before any event is read."""
-        stream = self._streams.get((agent_id, session_id))
+        key = (agent_id, session_id)
+        stream = self._streams.get(key)
         if stream is None or not (stream.closed or stream.attached):
             async with self._use(agent_id) as agent:  # (a start reattaches known streams)
-                stream = self._streams.get((agent_id, session_id))
+                stream = self._streams.get(key)
                 if stream is None or not (stream.closed or stream.attached):
-                    stream = self._stream_of(agent_id, self._session(agent, session_id))
+                    try:
+                        session = self._session(agent, session_id)
+                    except SessionClosedError:  # closed: its log may still be there
+                        path = self._log_path(agent_id, session_id)
+                        if not path.is_file():
+                            raise
+                        stream = await SessionStream.of_closed(session_id, path, self.replay_events)
+                        self._keep(key, stream)
+                    else:
+                        stream = self._stream_of(agent_id, session)
+        await stream.ready()  # (its log read)
         stream.check(after)  # refused before the first event, not in the middle
         return stream.since(after)
 
@@ -383,25 +404,63 @@ class AgentHost:
                 ) from None
             raise
 
+    def _log_path(self, agent_id: str, session_id: str) -> Path:
+        return (self.root / agent_id).expanduser() / STREAMS_DIR / f"{session_id}.jsonl"
+
+    def _keep(self, key: tuple[str, str], stream: SessionStream) -> None:
+        """Keep ``stream``; forget the oldest closed ones past the cap (their logs go)."""
+        self._streams[key] = stream
+        closed = [k for k, s in self._streams.items() if s.closed]
+        for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
+            forgotten = self._streams.pop(old)
+            if forgotten.log_path is not None:
+                with contextlib.suppress(OSError):
+                    forgotten.log_path.unlink(missing_ok=True)
+
     def _stream_of(self, agent_id: str, session: Session) -> SessionStream:
         key = (agent_id, session.id)
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = SessionStream(session.id, self.replay_events)
-            closed = [k for k, s in self._streams.items() if s.closed]
-            for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
-                del self._streams[old]
-        if not stream.attached and not stream.closed:
-            stream.attach(session)
+            stream = SessionStream(
+                session.id, self.replay_events, log=self._log_path(agent_id, session.id)
+            )
+            self._keep(key, stream)
+        if not stream.attached and not stream.closed and stream.attach(session):
+            self._load(stream)
         return stream
 
-    def _reattach(self, agent: Agent) -> None:
-        """A (re)started Agent: its Sessions being streamed go on in the same streams."""
-        for (agent_id, session_id), stream in self._streams.items():
-            if agent_id == agent.id and not stream.closed:
-                session = agent.sessions.get(session_id)
-                if session is not None:
-                    stream.attach(session)
+    def _load(self, stream: SessionStream) -> None:
+        """Read the stream's log in a task (what the Session publishes meanwhile waits)."""
+        assert self._group is not None
+        self._group.start_soon(stream.load)
+
+    async def _sweep_logs(self, agent: Agent) -> None:
+        """The events logs of the Agent's Sessions that are closed (not open once it has
+        started, not streamed here) and were last written ``CLOSED_LOG_GRACE`` ago go."""
+        keep = set(agent.sessions) | {s for (a, s) in self._streams if a == agent.id}
+        before = time.time() - CLOSED_LOG_GRACE
+        directory = agent.directory / STREAMS_DIR
+        gone = await anyio.to_thread.run_sync(sweep_logs, directory, keep, before)
+        if gone:
+            _log.info("host.logs_swept", agent_id=agent.id, sessions=len(gone))
+
+    def _reopened(self, agent: Agent, event: AgentEvent) -> None:
+        """Heard as the Agent publishes it: a Session it reopened (a restart, a reopen
+        after a suspend) that the host streams, or streamed before the process restarted
+        (its log is there), goes on in its stream from its first event (the end of a turn
+        the process died in, say)."""
+        session_id = event.session_id
+        if not isinstance(event.event, SessionOpened) or not event.event.resumed:
+            return
+        session = agent.sessions.get(session_id) if session_id is not None else None
+        if session is None:
+            return
+        stream = self._streams.get((agent.id, session.id))
+        if stream is None:
+            if self._log_path(agent.id, session.id).is_file():
+                self._stream_of(agent.id, session)
+        elif stream.attach(session):  # (also if still attached: to a Session that is gone)
+            self._load(stream)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"

@@ -121,6 +121,11 @@ def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
     return 500, ErrorBody(type="internal", message="internal error (see the server's log)")
 
 
+_BROKEN = ErrorBody(
+    type="internal", message="the stream broke off (its host went away): resume with Last-Event-ID"
+)
+
+
 def _sse(event: SessionEvent) -> bytes:
     kind = event.event.__struct_config__.tag
     return f"id: {event.seq}\nevent: {kind}\ndata: ".encode() + msgspec.json.encode(event) + b"\n\n"
@@ -227,6 +232,9 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
                     yield _sse(event)
             except EventsExpiredError as exc:  # the reader fell behind the window
                 yield _sse_error(_status_of(exc)[1])
+            except Exception:  # the host went away (a Ray host actor died, say)
+                _log.warning("serve.stream_broken", path=request.url.path, exc_info=True)
+                yield _sse_error(_BROKEN)
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
