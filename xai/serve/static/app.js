@@ -468,7 +468,7 @@
     const shown = days.slice(-14);
     const width = 320, height = 160, pad = 24, gap = 4;
     const top = Math.max(...shown.map((d) => d.prompt_tokens + d.completion_tokens), 1);
-    const bar = (width - pad) / shown.length - gap;
+    const bar = Math.min(36, (width - pad) / shown.length - gap);
     const scale = (height - 2 * pad) / top;
     const parts = [svg("line", { x1: pad, y1: height - pad, x2: width, y2: height - pad, class: "axis" })];
     shown.forEach((d, i) => {
