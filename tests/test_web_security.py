@@ -3,7 +3,10 @@ CSRF check of every write (through real HTTP on 127.0.0.1; no browser needed).""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -14,6 +17,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from tests.example_helpers import offline_env
 from xai.agent import AgentHost
 from xai.providers import OpenAIProvider
 from xai.serve import LocalBackend, create_app, serve_app
@@ -127,3 +131,31 @@ async def test_the_page_escapes_what_it_shows(tmp_path: Path, provider: OpenAIPr
         assert script.status_code == 200 and "textContent" in script.text
         assert "innerHTML" not in script.text and "insertAdjacentHTML" not in script.text
         assert (await client.get("/static/../_web.py")).status_code == 404
+
+
+async def test_xai_serve_prints_a_login_link_that_works_once(tmp_path: Path) -> None:
+    process = await anyio.open_process(
+        [sys.executable, "-m", "xai", "serve", "--root", str(tmp_path), "--port", "0"],
+        env=offline_env(XAI_SERVE_TOKEN=TOKEN),
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        text = ""
+        with anyio.fail_after(60):  # the start of a child process on a loaded machine
+            while "the web page: " not in text or not text.endswith("\n"):
+                text += (await process.stderr.receive()).decode()
+        link = text.split("the web page: ", 1)[1].split()[0]
+        assert "/login?key=" in link and TOKEN not in text
+        async with httpx.AsyncClient(timeout=30, follow_redirects=True) as browser:
+            page = await browser.get(link)  # the cookie, then the page
+            assert page.status_code == 200 and 'name="xai-csrf"' in page.text
+            assert (await browser.get(page.url.join("/agents/main/facts"))).json() == []
+        async with httpx.AsyncClient(timeout=30) as other:
+            assert (await other.get(link)).status_code == 401  # spent
+    finally:
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            await process.aclose()
