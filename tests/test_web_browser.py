@@ -181,13 +181,14 @@ def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) ->
     page.screenshot(path=shots / "chat.png", full_page=True)
 
 
-def test_delegated_helper_nests_under_its_tool_call(page: Page) -> None:
+def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> None:
     send(page, "Please ask a helper to plan my packing")
     turn = last_turn(page)
     expect(turn).to_have_attribute("data-status", "completed")
     call = turn.locator("li.tool", has_text="delegate")
     expect(call.locator(".helper")).to_contain_text("(helper) Done")
     expect(call).to_have_attribute("data-state", "done")
+    turn.screenshot(path=shots / "helper.png")
 
 
 def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site) -> None:
@@ -209,7 +210,7 @@ def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site)
     expect(turn.locator("li.tool")).to_have_count(1)
 
 
-def test_cancel_keeps_the_partial_answer_marked(page: Page) -> None:
+def test_cancel_keeps_the_partial_answer_marked(page: Page, shots: Path) -> None:
     send(page, "tell me a long story")
     turn = last_turn(page)
     expect(turn.locator(".msg.assistant .text")).to_contain_text("Once upon")
@@ -219,6 +220,7 @@ def test_cancel_keeps_the_partial_answer_marked(page: Page) -> None:
     kept = turn.locator(".msg.assistant .text").inner_text()
     assert kept and STORY.startswith(kept) and len(kept) < len(STORY)
     expect(turn.locator(".msg.assistant")).to_have_attribute("data-interrupted", "true")
+    turn.screenshot(path=shots / "cancelled.png")
 
 
 def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None:

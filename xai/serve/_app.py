@@ -163,9 +163,11 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
 
-    With ``token``, every request must carry ``Authorization: Bearer <token>`` (401
-    otherwise); ``serve_app`` refuses to bind beyond loopback an app made without one
-    (it reads ``app.state.token``)."""
+    With ``token``, every request must carry ``Authorization: Bearer <token>`` or the
+    cookie of the one-time login link (``app.state.guard.login_key``; 401 otherwise);
+    ``serve_app`` refuses to bind beyond loopback an app made without one (it reads
+    ``app.state.token``). Every write from a browser must carry the page's CSRF token
+    (403 otherwise; ``_security.Guard``). The web page and its routes: ``_web``."""
     state: dict[str, Backend] = {}
     guard = Guard(token)
 
