@@ -36,7 +36,7 @@ STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
 try:
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 except ImportError as error:  # `make check` installs it (the `web` extra)
     raise ImportError(
         f"{error}: the browser tests need Playwright (pip install -e '.[web]') and "
@@ -151,8 +151,11 @@ def page(browser: Browser, site: Site) -> Iterator[Page]:
 
 def open_session(page: Page, purpose: str) -> None:
     page.get_by_role("tab", name="Chat").click()
+    line = page.locator("#session-line")
+    before = line.inner_text()
     page.get_by_label("Purpose").fill(purpose)
     page.get_by_role("button", name="Open Session").click()
+    expect(line).not_to_have_text(before)  # the new Session is followed
     expect(page.get_by_label("Message")).to_be_enabled()
 
 
@@ -161,14 +164,16 @@ def send(page: Page, text: str) -> None:
     page.get_by_label("Message").press("Enter")
 
 
-def last_turn(page: Page) -> Any:
-    return page.locator("#transcript > li.turn").last
+def turn_of(page: Page, text: str) -> Locator:
+    """The turn that ``text`` started (it waits for it to appear, not for the previous one)."""
+    said = page.locator(".msg.user > .text", has_text=text)
+    return page.locator("#transcript > li.turn").filter(has=said).last
 
 
 def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) -> None:
     open_session(page, "weather for a trip")
     send(page, "What's the weather in Paris and Tokyo?")
-    turn = last_turn(page)
+    turn = turn_of(page, "What's the weather in Paris and Tokyo?")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user")).to_contain_text("weather in Paris and Tokyo")
     expect(turn.locator(".thinking").first).to_contain_text("Two cities")
@@ -183,7 +188,7 @@ def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) ->
 
 def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> None:
     send(page, "Please ask a helper to plan my packing")
-    turn = last_turn(page)
+    turn = turn_of(page, "Please ask a helper to plan my packing")
     expect(turn).to_have_attribute("data-status", "completed")
     call = turn.locator("li.tool", has_text="delegate")
     expect(call.locator(".helper")).to_contain_text("(helper) Done")
@@ -194,11 +199,11 @@ def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> 
 def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site) -> None:
     open_session(page, "a reload")
     send(page, "wait for the gate")
-    gate_call = last_turn(page).locator("li.tool", has_text="gate")
+    gate_call = turn_of(page, "wait for the gate").locator("li.tool", has_text="gate")
     expect(gate_call).to_have_attribute("data-state", "running")  # the turn is mid-way
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-live", "true")
-    turn = last_turn(page)
+    turn = turn_of(page, "wait for the gate")
     expect(turn.locator("li.tool", has_text="gate")).to_have_attribute("data-state", "running")
     site.open_gate()
     expect(turn).to_have_attribute("data-status", "completed")
@@ -212,7 +217,7 @@ def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site)
 
 def test_cancel_keeps_the_partial_answer_marked(page: Page, shots: Path) -> None:
     send(page, "tell me a long story")
-    turn = last_turn(page)
+    turn = turn_of(page, "tell me a long story")
     expect(turn.locator(".msg.assistant .text")).to_contain_text("Once upon")
     page.get_by_role("button", name="Cancel turn").click()
     expect(turn).to_have_attribute("data-status", "cancelled")
@@ -226,7 +231,7 @@ def test_cancel_keeps_the_partial_answer_marked(page: Page, shots: Path) -> None
 def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None:
     open_session(page, "tea")
     send(page, SCRIPT)
-    turn = last_turn(page)
+    turn = turn_of(page, "green tea")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user .text")).to_have_text(SCRIPT)
     page.get_by_role("button", name="Close Session").click()

@@ -113,7 +113,7 @@
   function newTurn(container, input, number_) {
     const li = el("li", { class: "turn", "data-turn": number_, "data-status": "running" });
     if (input) {
-      const who = input.origin === "user" ? "You" : input.origin;
+      const who = input.origin === "user" ? "You" : "Task (" + input.origin + ")";
       li.append(el("div", { class: "msg user" }, el("span", { class: "who" }, who), el("p", { class: "text" }, input.content)));
     }
     container.append(li);
@@ -162,15 +162,22 @@
       }
       case "tool_call_started": {
         const call = body.call;
+        let task = null;
+        try {
+          task = call.name === "delegate" ? JSON.parse(call.arguments).task : null;
+        } catch (_) {
+          task = null;
+        }
         const item = el(
           "li",
-          { class: "tool", "data-call": call.id, "data-state": "running" },
+          { class: "tool", "data-call": call.id, "data-name": call.name, "data-task": task, "data-state": "running" },
           el("span", { class: "name" }, call.name),
           " ",
           el("span", { class: "state" }, "running…"),
           el("pre", { class: "args", "aria-label": "arguments" }, pretty(call.arguments)),
         );
         block(view, body).tools.append(item);
+        if (call.name === "delegate") nestHelpers();
         break;
       }
       case "tool_call_finished": {
@@ -503,6 +510,29 @@
 
   // -- the Agent's live events ---------------------------------------------------------
 
+  function helperEvent(helper, body) {
+    if (body.type === "turn_started") helper.view = newTurn(helper.container, body.input, body.turn);
+    else if (body.type === "turn_done" && helper.view) finishTurn(helper.view, body.outcome);
+    else if (helper.view) render(helper.view, body);
+  }
+
+  /** Put each helper not yet shown under the running delegate call of its task. */
+  function nestHelpers() {
+    for (const [id, helper] of helpers) {
+      if (helper.container) continue;
+      const calls = Array.from(transcript.querySelectorAll('li.tool[data-name="delegate"]'));
+      const free = calls.filter((c) => !c.querySelector(".helper"));
+      const call =
+        free.find((c) => c.dataset.task === helper.task && c.dataset.state === "running") ||
+        free.find((c) => c.dataset.task === helper.task) ||
+        free.filter((c) => c.dataset.state === "running").pop();
+      if (!call) continue;
+      helper.container = el("ol", { class: "helper", "aria-label": "Helper Session " + id });
+      call.append(helper.container);
+      for (const body of helper.queue.splice(0)) helperEvent(helper, body);
+    }
+  }
+
   function onAgentEvent(message) {
     const data = JSON.parse(message.data);
     const body = data.event;
@@ -510,14 +540,10 @@
     switch (body.type) {
       case "session_opened":
         if (body.parent_id && body.parent_id === session) {
-          // A helper of this Session: nested under the delegate call that is running.
-          const calls = transcript.querySelectorAll('li.tool[data-state="running"]');
-          const call = Array.from(calls).reverse().find((c) => !c.querySelector(".helper"));
-          if (call) {
-            const list = el("ol", { class: "helper", "aria-label": "Helper Session " + id });
-            call.append(list);
-            helpers.set(id, { container: list, view: null });
-          }
+          // A helper of this Session: nested under its delegate call, now or once that
+          // call is shown (the two streams are separate connections: either may be first).
+          helpers.set(id, { task: body.purpose, container: null, view: null, queue: [] });
+          nestHelpers();
         } else if (!body.parent_id && body.origin === "agent") {
           firedItem(id, body.purpose);
           if (visible("wakeups")) loadWakeups().catch(failed);
@@ -539,11 +565,9 @@
         break;
       default: {
         const helper = helpers.get(id);
-        if (helper) {
-          if (body.type === "turn_started") helper.view = newTurn(helper.container, body.input, body.turn);
-          else if (body.type === "turn_done" && helper.view) finishTurn(helper.view, body.outcome);
-          else if (helper.view) render(helper.view, body);
-        } else if (fired.has(id) && body.type === "text_delta") {
+        if (helper && !helper.container) helper.queue.push(body);
+        else if (helper) helperEvent(helper, body);
+        else if (fired.has(id) && body.type === "text_delta") {
           fired.get(id).querySelector(".answer").append(body.text);
         }
       }
