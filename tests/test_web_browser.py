@@ -9,6 +9,7 @@ under the directory printed at the start (``XAI_ARTIFACTS``, else pytest's tempo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import pytest
 
@@ -36,7 +38,7 @@ STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
 try:
-    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Locator, Page, Request, expect, sync_playwright
 except ImportError as error:  # `make check` installs it (the `web` extra)
     raise ImportError(
         f"{error}: the browser tests need Playwright (pip install -e '.[web]') and "
@@ -68,8 +70,43 @@ class Gate:
         return "released"
 
 
+class Relay:
+    """A TCP relay between the browser and the gateway that can cut every connection at
+    once: a network blip, for the page's EventSource to reconnect through."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.scopes: set[anyio.CancelScope] = set()
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        task_status.started(listener.extra(anyio.abc.SocketAttribute.local_port))
+        await listener.serve(self.relay)
+
+    async def relay(self, client: anyio.abc.SocketStream) -> None:
+        async def pipe(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                async for data in source:
+                    await sink.send(data)
+            scope.cancel()  # one side ended: so does the other
+
+        async with client, await anyio.connect_tcp("127.0.0.1", self.port) as server:
+            with anyio.CancelScope() as scope:
+                self.scopes.add(scope)
+                try:
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(pipe, client, server)
+                        group.start_soon(pipe, server, client)
+                finally:
+                    self.scopes.discard(scope)
+
+    def cut(self) -> None:
+        for scope in list(self.scopes):
+            scope.cancel()
+
+
 @asynccontextmanager
-async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[str, Gate]]:
+async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[str, Gate, Relay]]:
     gate = Gate()
     provider = model.provider()
     async with (
@@ -87,20 +124,30 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[st
         app = create_app(LocalBackend(host))
         group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
+        relay = Relay(int(urls[0].rsplit(":", 1)[1]))
+        port = await group.start(relay.serve)
         try:
-            yield urls[0], gate
+            yield f"http://127.0.0.1:{port}", gate, relay
         finally:
             stop.set()
+            group.cancel_scope.cancel()  # the relay
 
 
 class Site:
-    def __init__(self, url: str, gate: Gate, portal: anyio.from_thread.BlockingPortal) -> None:
+    def __init__(
+        self, url: str, gate: Gate, relay: Relay, portal: anyio.from_thread.BlockingPortal
+    ) -> None:
         self.url = url
         self.gate = gate
+        self.relay = relay
         self.portal = portal
 
     def open_gate(self) -> None:
         self.portal.call(lambda: self.gate.release.set())
+
+    def cut(self) -> None:
+        """Drop every connection of the browser (it reconnects)."""
+        self.portal.call(self.relay.cut)
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +158,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         model.script.add_responder(demo_model)
         with (
             anyio.from_thread.start_blocking_portal("asyncio") as portal,
-            portal.wrap_async_context_manager(serving(root, model)) as (url, gate),
+            portal.wrap_async_context_manager(serving(root, model)) as (url, gate, relay),
         ):
-            yield Site(url, gate, portal)
+            yield Site(url, gate, relay, portal)
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +259,28 @@ def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site)
     expect(transcript).to_have_attribute("data-gaps", "0")
     expect(transcript).to_have_attribute("data-repeats", "0")
     assert turn.locator(".text").all_inner_texts().count("Part one, before the gate. ") == 1
+    expect(turn.locator("li.tool")).to_have_count(1)
+
+
+def test_a_dropped_connection_resumes_from_the_last_event_id(page: Page, site: Site) -> None:
+    open_session(page, "a blip")
+    send(page, "wait for the gate")
+    turn = turn_of(page, "wait for the gate")
+    expect(turn.locator("li.tool", has_text="gate")).to_have_attribute("data-state", "running")
+    transcript = page.locator("#transcript")
+    last = transcript.get_attribute("data-last-seq")
+    assert last is not None and int(last) > 0
+
+    def resumed(request: Request) -> bool:
+        return "/sessions/" in request.url and request.header_value("last-event-id") == last
+
+    with page.expect_request(resumed):  # EventSource's own reconnect, with Last-Event-ID
+        site.cut()
+        site.open_gate()  # the rest of the turn happens while the browser is away
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn).to_contain_text("released")
+    expect(transcript).to_have_attribute("data-gaps", "0")
+    expect(transcript).to_have_attribute("data-repeats", "0")
     expect(turn.locator("li.tool")).to_have_count(1)
 
 
