@@ -80,8 +80,9 @@ class Relay:
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        task_status.started(listener.extra(anyio.abc.SocketAttribute.local_port))
-        await listener.serve(self.relay)
+        async with listener:  # (closed when the serving is cancelled)
+            task_status.started(listener.extra(anyio.abc.SocketAttribute.local_port))
+            await listener.serve(self.relay)
 
     async def relay(self, client: anyio.abc.SocketStream) -> None:
         async def pipe(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
