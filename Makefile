@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo check check-real lint typecheck test bench bench-locomo clean
+.PHONY: demo check check-real lint typecheck test browser bench bench-locomo clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "xai needs Python 3.11 or newer")'
@@ -28,7 +28,18 @@ typecheck: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-check: lint typecheck test
+check: lint typecheck browser test
+
+# The web page's tests (tests/test_web_browser.py) drive Debian's Chromium with Playwright (in
+# the `web` extra of .[dev]); installed here when missing (apt-get: as root, else with sudo).
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		echo "installing Debian's chromium for the browser tests"; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; \
+	fi
 
 # The real-model tier (not part of `check`): xai against llama-cpp-python's server and
 # SmolLM2-135M-Instruct, in a venv of its own; or against LLM_BASE_URL/LLM_MODEL if set.

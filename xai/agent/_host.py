@@ -13,7 +13,7 @@ import re
 import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +241,12 @@ class AgentHost:
                 del self._calls[agent_id]
             if agent_id in self._agents:
                 self._touch(agent_id)
+
+    def using(self, agent_id: str) -> AbstractAsyncContextManager[Agent]:
+        """``async with host.using(agent_id) as agent``: the running Agent, kept running
+        (never suspended by the cap or the idle timeout) until the block ends. For calls
+        the host has no method of its own for (its scheduler, its memory's ledger)."""
+        return self._use(agent_id)
 
     def _touch(self, agent_id: str) -> None:
         self._agents.move_to_end(agent_id)

@@ -138,14 +138,19 @@ async def _serve(
             agents = AgentHost(root, lambda _: provider, max_agents=max_agents, tools=tools)
             yield LocalBackend(await stack.enter_async_context(agents))
 
+    app = create_app(backend, token=token)
+
     def ready(url: str) -> None:
         print(f"xai serve: listening at {url}", file=sys.stderr, flush=True)
+        key = app.state.guard.login_key
+        page = f"{url}/login?key={key}  (a one-time link)" if key else f"{url}/"
+        print(f"xai serve: the web page: {page}", file=sys.stderr, flush=True)
 
     stop = anyio.Event()
     async with anyio.create_task_group() as group:
         # Ctrl-C or SIGTERM: stop serving, then the host closes its Agents (their Sessions'
         # memory adjudicated) before the process ends.
         group.start_soon(stop_on_signal, stop)
-        await serve_app(create_app(backend, token=token), host, port, ready=ready, stop=stop)
+        await serve_app(app, host, port, ready=ready, stop=stop)
         group.cancel_scope.cancel()
     return 0

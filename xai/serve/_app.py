@@ -9,7 +9,6 @@ the server no longer keeps them: never a silent gap.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Literal, TypeAlias
@@ -31,6 +30,8 @@ from xai.exceptions import (
 )
 from xai.logs import get_logger
 from xai.serve._backend import Backend
+from xai.serve._security import Guard, Refused
+from xai.serve._web import page_routes
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -50,6 +51,7 @@ MAX_BODY_BYTES = 1 << 20
 ErrorType: TypeAlias = Literal[
     "bad_request",
     "unauthorized",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "session_closed",
@@ -107,6 +109,8 @@ def _error(status: int, type: ErrorType, message: str) -> _HTTPError:
 def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
     if isinstance(exc, _HTTPError):
         return exc.status, exc.body
+    if isinstance(exc, Refused):
+        return exc.status, ErrorBody(type=exc.type, message=str(exc))
     if isinstance(exc, SessionNotFoundError):
         return 404, ErrorBody(type="not_found", message=str(exc))
     if isinstance(exc, SessionClosedError):
@@ -164,10 +168,13 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
 
-    With ``token``, every request must carry ``Authorization: Bearer <token>`` (401
-    otherwise); ``serve_app`` refuses to bind beyond loopback an app made without one
-    (it reads ``app.state.token``)."""
+    With ``token``, every request must carry ``Authorization: Bearer <token>`` or the
+    cookie of the one-time login link (``app.state.guard.login_key``; 401 otherwise);
+    ``serve_app`` refuses to bind beyond loopback an app made without one (it reads
+    ``app.state.token``). Every write from a browser must carry the page's CSRF token
+    (403 otherwise; ``_security.Guard``). The web page and its routes: ``_web``."""
     state: dict[str, Backend] = {}
+    guard = Guard(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -184,10 +191,7 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     ) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
             try:
-                if token is not None:
-                    given = request.headers.get("authorization", "")
-                    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                        raise _error(401, "unauthorized", "missing or wrong bearer token")
+                guard.check(request)  # the token (or its cookie); CSRF on writes
                 return await handler(request, state["backend"])
             except Exception as exc:
                 status, body = _status_of(exc)
@@ -265,9 +269,11 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
             Route(session + "/events", route(events), methods=["GET"]),
             Route(session, route(close), methods=["DELETE"]),
             Route("/agents/{agent_id}/facts", route(facts), methods=["GET"]),
+            *page_routes(route, guard),  # the web page and its routes (docs/web.md)
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: unrouted},
     )
     app.state.token = token
+    app.state.guard = guard
     return app

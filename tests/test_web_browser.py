@@ -1,0 +1,378 @@
+"""The web page of ``xai serve`` in a real browser: Debian's Chromium, driven by Playwright.
+
+The gateway runs over a real socket on 127.0.0.1 (in a thread with its own event loop) on the
+scripted OpenAI-wire model (``xai demo``'s, plus a slow story and a gated tool). One browser
+for the module, one page reused by the tests in order. Every wait is Playwright's
+auto-waiting ``expect`` on the page's DOM: no sleeps. A screenshot of each view is saved
+under the directory printed at the start (``XAI_ARTIFACTS``, else pytest's temporary one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+import pytest
+
+from tests.session_helpers import is_side_request, last_content
+from xai.agent import AgentHost
+from xai.cli._demo import get_weather
+from xai.serve import LocalBackend, create_app, serve_app
+from xai.testing import OpenAIWireServer, Reply, ScriptedCall, demo_model
+
+CHROMIUM = "/usr/bin/chromium"
+WAIT_MS = 30_000
+"""The longest any expectation waits for the page (a loaded machine)."""
+AGENT = "web"
+STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
+SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
+
+try:
+    from playwright.sync_api import Browser, Locator, Page, Request, expect, sync_playwright
+except ImportError as error:  # `make check` installs it (the `web` extra)
+    raise ImportError(
+        f"{error}: the browser tests need Playwright (pip install -e '.[web]') and "
+        f"Debian's Chromium at {CHROMIUM} (`make browser` installs both)"
+    ) from None
+
+
+def scripted(body: Mapping[str, Any]) -> Reply | None:
+    if is_side_request(body):
+        return None
+    text = last_content(body)
+    if text == "wait for the gate":
+        return Reply(text="Part one, before the gate. ", tool_calls=(ScriptedCall(name="gate"),))
+    if text == "tell me a long story":
+        return Reply(text=STORY, chunk_chars=6, chunk_delay=0.05)  # ~20 s: cancelled early
+    return None
+
+
+class Gate:
+    """A tool that waits until the test opens it."""
+
+    def __init__(self) -> None:
+        self.release = anyio.Event()
+
+    async def gate(self) -> str:
+        """Wait until the gate opens."""
+        await self.release.wait()
+        self.release = anyio.Event()
+        return "released"
+
+
+class Relay:
+    """A TCP relay between the browser and the gateway that can cut every connection at
+    once: a network blip, for the page's EventSource to reconnect through."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.scopes: set[anyio.CancelScope] = set()
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        async with listener:  # (closed when the serving is cancelled)
+            task_status.started(listener.extra(anyio.abc.SocketAttribute.local_port))
+            await listener.serve(self.relay)
+
+    async def relay(self, client: anyio.abc.SocketStream) -> None:
+        async def pipe(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                async for data in source:
+                    await sink.send(data)
+            scope.cancel()  # one side ended: so does the other
+
+        async with client, await anyio.connect_tcp("127.0.0.1", self.port) as server:
+            with anyio.CancelScope() as scope:
+                self.scopes.add(scope)
+                try:
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(pipe, client, server)
+                        group.start_soon(pipe, server, client)
+                finally:
+                    self.scopes.discard(scope)
+
+    def cut(self) -> None:
+        for scope in list(self.scopes):
+            scope.cancel()
+
+
+@asynccontextmanager
+async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[str, Gate, Relay]]:
+    gate = Gate()
+    provider = model.provider()
+    async with (
+        provider,
+        AgentHost(root, lambda _: provider, tools=[get_weather, gate.gate]) as host,
+        anyio.create_task_group() as group,
+    ):
+        stop, listening = anyio.Event(), anyio.Event()
+        urls: list[str] = []
+
+        def ready(url: str) -> None:
+            urls.append(url)
+            listening.set()
+
+        app = create_app(LocalBackend(host))
+        group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
+        await listening.wait()
+        relay = Relay(int(urls[0].rsplit(":", 1)[1]))
+        port = await group.start(relay.serve)
+        try:
+            yield f"http://127.0.0.1:{port}", gate, relay
+        finally:
+            stop.set()
+            group.cancel_scope.cancel()  # the relay
+
+
+class Site:
+    def __init__(
+        self, url: str, gate: Gate, relay: Relay, portal: anyio.from_thread.BlockingPortal
+    ) -> None:
+        self.url = url
+        self.gate = gate
+        self.relay = relay
+        self.portal = portal
+
+    def open_gate(self) -> None:
+        self.portal.call(lambda: self.gate.release.set())
+
+    def cut(self) -> None:
+        """Drop every connection of the browser (it reconnects)."""
+        self.portal.call(self.relay.cut)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp("agents")
+    with OpenAIWireServer() as model:
+        model.script.add_responder(scripted)
+        model.script.add_responder(demo_model)
+        with (
+            anyio.from_thread.start_blocking_portal("asyncio") as portal,
+            portal.wrap_async_context_manager(serving(root, model)) as (url, gate, relay),
+        ):
+            yield Site(url, gate, relay, portal)
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("XAI_ARTIFACTS")
+    folder = Path(given) if given else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots of the web page: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert shutil.which(CHROMIUM), f"{CHROMIUM} is missing: `make browser` installs Chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, site: Site) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    expect.set_options(timeout=WAIT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{site.url}/?agent={AGENT}")
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def open_session(page: Page, purpose: str) -> None:
+    page.get_by_role("tab", name="Chat").click()
+    line = page.locator("#session-line")
+    before = line.inner_text()
+    page.get_by_label("Purpose").fill(purpose)
+    page.get_by_role("button", name="Open Session").click()
+    expect(line).not_to_have_text(before)  # the new Session is followed
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.get_by_label("Message").press("Enter")
+
+
+def turn_of(page: Page, text: str) -> Locator:
+    """The turn that ``text`` started (it waits for it to appear, not for the previous one)."""
+    said = page.locator(".msg.user > .text", has_text=text)
+    return page.locator("#transcript > li.turn").filter(has=said).last
+
+
+def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) -> None:
+    open_session(page, "weather for a trip")
+    send(page, "What's the weather in Paris and Tokyo?")
+    turn = turn_of(page, "What's the weather in Paris and Tokyo?")
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn.locator(".msg.user")).to_contain_text("weather in Paris and Tokyo")
+    expect(turn.locator(".thinking").first).to_contain_text("Two cities")
+    tools = turn.locator("li.tool")
+    expect(tools).to_have_count(2)
+    expect(tools.first).to_have_attribute("data-state", "done")
+    expect(tools.first.locator(".args")).to_contain_text('{"city":"Paris"}')
+    expect(tools.first.locator(".result")).to_contain_text("condition")
+    expect(turn).to_contain_text("Here is what I found")
+    page.screenshot(path=shots / "chat.png", full_page=True)
+
+
+def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> None:
+    send(page, "Please ask a helper to plan my packing")
+    turn = turn_of(page, "Please ask a helper to plan my packing")
+    expect(turn).to_have_attribute("data-status", "completed")
+    call = turn.locator("li.tool", has_text="delegate")
+    expect(call.locator(".helper")).to_contain_text("(helper) Done")
+    expect(call).to_have_attribute("data-state", "done")
+    turn.screenshot(path=shots / "helper.png")
+
+
+def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site) -> None:
+    open_session(page, "a reload")
+    send(page, "wait for the gate")
+    gate_call = turn_of(page, "wait for the gate").locator("li.tool", has_text="gate")
+    expect(gate_call).to_have_attribute("data-state", "running")  # the turn is mid-way
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    turn = turn_of(page, "wait for the gate")
+    expect(turn.locator("li.tool", has_text="gate")).to_have_attribute("data-state", "running")
+    site.open_gate()
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn).to_contain_text("released")
+    transcript = page.locator("#transcript")
+    expect(transcript).to_have_attribute("data-gaps", "0")
+    expect(transcript).to_have_attribute("data-repeats", "0")
+    assert turn.locator(".text").all_inner_texts().count("Part one, before the gate. ") == 1
+    expect(turn.locator("li.tool")).to_have_count(1)
+
+
+def test_a_dropped_connection_resumes_from_the_last_event_id(page: Page, site: Site) -> None:
+    open_session(page, "a blip")
+    send(page, "wait for the gate")
+    turn = turn_of(page, "wait for the gate")
+    expect(turn.locator("li.tool", has_text="gate")).to_have_attribute("data-state", "running")
+    transcript = page.locator("#transcript")
+    last = transcript.get_attribute("data-last-seq")
+    assert last is not None and int(last) > 0
+
+    def resumed(request: Request) -> bool:
+        return "/sessions/" in request.url and request.header_value("last-event-id") == last
+
+    with page.expect_request(resumed):  # EventSource's own reconnect, with Last-Event-ID
+        site.cut()
+        site.open_gate()  # the rest of the turn happens while the browser is away
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn).to_contain_text("released")
+    expect(transcript).to_have_attribute("data-gaps", "0")
+    expect(transcript).to_have_attribute("data-repeats", "0")
+    expect(turn.locator("li.tool")).to_have_count(1)
+
+
+def test_cancel_keeps_the_partial_answer_marked(page: Page, shots: Path) -> None:
+    send(page, "tell me a long story")
+    turn = turn_of(page, "tell me a long story")
+    expect(turn.locator(".msg.assistant .text")).to_contain_text("Once upon")
+    page.get_by_role("button", name="Cancel turn").click()
+    expect(turn).to_have_attribute("data-status", "cancelled")
+    expect(turn.locator(".mark")).to_contain_text("Cancelled")
+    kept = turn.locator(".msg.assistant .text").inner_text()
+    assert kept and STORY.startswith(kept) and len(kept) < len(STORY)
+    expect(turn.locator(".msg.assistant")).to_have_attribute("data-interrupted", "true")
+    turn.screenshot(path=shots / "cancelled.png")
+
+
+def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None:
+    open_session(page, "tea")
+    send(page, SCRIPT)
+    turn = turn_of(page, "green tea")
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn.locator(".msg.user .text")).to_have_text(SCRIPT)
+    page.get_by_role("button", name="Close Session").click()
+    expect(page.locator("#transcript")).to_contain_text("Session closed")
+    page.get_by_role("tab", name="Memory").click()
+    fact = page.locator("li.fact", has_text="green tea")
+    expect(fact.locator(".text")).to_have_text(f"The user likes {SCRIPT[7:]}.")
+    assert page.locator("main script, main img").count() == 0
+    assert page.evaluate("window.xss") is None
+    fact.get_by_role("button", name="Details").click()
+    expect(fact.locator(".evidence")).to_contain_text(SCRIPT)
+    expect(fact.locator(".history")).to_contain_text("add")
+    page.get_by_label("Search memory").fill("green tea")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#hits li").first).to_contain_text("green tea")
+    page.screenshot(path=shots / "memory.png", full_page=True)
+
+
+def test_forget_removes_the_fact(page: Page) -> None:
+    page.get_by_role("tab", name="Memory").click()
+    fact = page.locator("li.fact", has_text="green tea")
+    fact.get_by_role("button", name="Forget").click()
+    expect(fact).to_have_count(0)
+
+
+def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path) -> None:
+    api = page.request
+    hourly = {"id": "hourly", "trigger": {"type": "every", "seconds": 3600}, "text": "Check in."}
+    ping = {"id": "ping", "trigger": {"type": "event", "name": "ping"}, "text": "Say good morning."}
+    for wakeup in (hourly, ping):
+        response = api.post(f"{site.url}/agents/{AGENT}/wakeups", data=wakeup)
+        assert response.status == 201, response.text()
+    page.get_by_role("tab", name="Wake-ups").click()
+    row = page.locator('tr[data-wakeup="hourly"]')
+    expect(row.locator(".state")).to_have_text("active")
+    expect(row.locator(".next")).not_to_have_text("—")
+    page.get_by_role("button", name="Pause hourly").click()
+    expect(row).to_have_attribute("data-state", "paused")
+    page.get_by_role("button", name="Resume hourly").click()
+    expect(row).to_have_attribute("data-state", "active")
+    response = api.post(f"{site.url}/agents/{AGENT}/notify", data={"name": "ping"})
+    assert response.json() == {"fired": 1}
+    fired = page.locator("#fired li.fired-session").first
+    expect(fired).to_contain_text("ping")
+    expect(fired.locator(".answer")).to_contain_text("Good morning")
+    expect(fired).to_have_attribute("data-state", "closed")
+    expect(page.locator('tr[data-wakeup="ping"] td').nth(2)).to_have_text("1")
+    page.screenshot(path=shots / "wakeups.png", full_page=True)
+
+
+def test_usage_per_session_and_day(page: Page, shots: Path) -> None:
+    page.get_by_role("tab", name="Usage").click()
+    rows = page.locator("#usage tbody tr")
+    expect(rows.first).to_be_visible()
+    assert rows.count() >= 5  # the chats, the helper, the wake-up
+    expect(page.locator("#chart svg rect.completion").first).to_be_attached()
+    summary = re.compile(r"^Tokens per day: \d{4}-\d\d-\d\d [\d,]+")
+    expect(page.locator("#chart svg")).to_have_attribute("aria-label", summary)
+    page.screenshot(path=shots / "usage.png", full_page=True)
+
+
+def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("tab", name="Usage").focus()
+    page.keyboard.press("Home")
+    expect(page.get_by_role("tab", name="Chat")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_role("tab", name="Chat")).to_be_focused()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("tab", name="Memory")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#view-memory")).to_be_visible()
+    page.keyboard.press("ArrowLeft")
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 390, f"the page is {wide} px wide at a phone's 390"
+    page.screenshot(path=shots / "phone.png", full_page=False)

@@ -1,0 +1,596 @@
+// The page of `xai serve` (docs/web.md): plain DOM, no framework, no build step.
+// Every text that comes from the Agent (messages, facts, tool arguments) is put in the page
+// as text (textContent / Text nodes), never as HTML.
+"use strict";
+(() => {
+  const meta = (name) => document.querySelector(`meta[name="${name}"]`).content;
+  const agent = meta("xai-agent");
+  const csrf = meta("xai-csrf");
+  const base = "/agents/" + encodeURIComponent(agent);
+  const $ = (id) => document.getElementById(id);
+
+  // -- helpers -------------------------------------------------------------------------
+
+  /** An element with attributes and children (strings become Text nodes: never HTML). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key.startsWith("data-")) node.setAttribute(key, String(value));
+      else if (key in node) node[key] = value;
+      else node.setAttribute(key, String(value));
+    }
+    node.append(...children.filter((c) => c !== null && c !== undefined));
+    return node;
+  }
+
+  async function api(method, path, body) {
+    const init = { method, headers: { "X-XAI-CSRF": csrf }, credentials: "same-origin" };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(base + path, init);
+    const text = await response.text();
+    const data = text ? JSON.parse(text) : null;
+    if (!response.ok) throw new Error((data && data.message) || response.statusText);
+    return data;
+  }
+
+  const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "—");
+  const number = (n) => Number(n || 0).toLocaleString();
+
+  function notice(text) {
+    $("live").textContent = text;
+  }
+
+  function failed(error) {
+    notice("Error: " + error.message);
+  }
+
+  // -- tabs ----------------------------------------------------------------------------
+
+  const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
+  const loaders = {};
+
+  function select(tab, focus) {
+    for (const other of tabs) {
+      const chosen = other === tab;
+      other.setAttribute("aria-selected", String(chosen));
+      other.tabIndex = chosen ? 0 : -1;
+      $(other.getAttribute("aria-controls")).hidden = !chosen;
+    }
+    if (focus) tab.focus();
+    const view = tab.id.slice(4);
+    history.replaceState(null, "", "#" + view);
+    if (loaders[view]) loaders[view]().catch(failed);
+  }
+
+  for (const tab of tabs) {
+    tab.addEventListener("click", () => select(tab, false));
+    tab.addEventListener("keydown", (event) => {
+      const at = tabs.indexOf(tab);
+      const next = {
+        ArrowRight: tabs[(at + 1) % tabs.length],
+        ArrowLeft: tabs[(at - 1 + tabs.length) % tabs.length],
+        Home: tabs[0],
+        End: tabs[tabs.length - 1],
+      }[event.key];
+      if (next) {
+        event.preventDefault();
+        select(next, true);
+      }
+    });
+  }
+
+  const visible = (view) => !$("view-" + view).hidden;
+
+  // -- chat ----------------------------------------------------------------------------
+
+  const transcript = $("transcript");
+  const storageKey = "xai-session:" + agent;
+  let session = null;
+  let source = null;
+  let lastSeq = 0;
+  let turn = null; // the turn being shown: {li, blocks: Map}
+  let leaving = false;
+  for (const kind of ["beforeunload", "pagehide"]) {
+    window.addEventListener(kind, () => {
+      leaving = true;
+    });
+  }
+  const helpers = new Map(); // helper Session id -> its turn view (nested in a tool call)
+
+  function setComposer(open, running) {
+    $("message").disabled = !open;
+    $("send").disabled = !open;
+    $("close").disabled = !open;
+    $("cancel").disabled = !(open && running);
+  }
+
+  /** A turn's view: its list item and one block per model round. */
+  function newTurn(container, input, number_) {
+    const li = el("li", { class: "turn", "data-turn": number_, "data-status": "running" });
+    if (input) {
+      const who = input.origin === "user" ? "You" : "Task (" + input.origin + ")";
+      li.append(el("div", { class: "msg user" }, el("span", { class: "who" }, who), el("p", { class: "text" }, input.content)));
+    }
+    container.append(li);
+    return { li, blocks: new Map() };
+  }
+
+  function block(view, body) {
+    const key = body.query_id + ":" + body.round;
+    let found = view.blocks.get(key);
+    if (!found) {
+      const thinking = el("details", { class: "thinking", hidden: true }, el("summary", {}, "Thinking"), el("p", {}));
+      const text = el("p", { class: "text" });
+      const tools = el("ul", { class: "tools", "aria-label": "Tool calls" });
+      const div = el("div", { class: "msg assistant" }, el("span", { class: "who" }, "Agent"), thinking, text, tools);
+      view.li.append(div);
+      found = { div, thinking, text, tools };
+      view.blocks.set(key, found);
+    }
+    return found;
+  }
+
+  /** JSON on one line when short, else indented; text that is not JSON as it is. */
+  function pretty(value) {
+    if (typeof value === "string") {
+      try {
+        value = JSON.parse(value);
+      } catch (_) {
+        return value;
+      }
+    }
+    const line = JSON.stringify(value);
+    return line.length <= 72 ? line : JSON.stringify(value, null, 1);
+  }
+
+  /** Show one Session event in ``view`` (a top-level turn, or a helper's). */
+  function render(view, body) {
+    switch (body.type) {
+      case "text_delta":
+        block(view, body).text.append(body.text);
+        break;
+      case "thinking_delta": {
+        const thinking = block(view, body).thinking;
+        thinking.hidden = false;
+        thinking.lastChild.append(body.text);
+        break;
+      }
+      case "tool_call_started": {
+        const call = body.call;
+        let task = null;
+        try {
+          task = call.name === "delegate" ? JSON.parse(call.arguments).task : null;
+        } catch (_) {
+          task = null;
+        }
+        const item = el(
+          "li",
+          { class: "tool", "data-call": call.id, "data-name": call.name, "data-task": task, "data-state": "running" },
+          el("span", { class: "name" }, call.name),
+          " ",
+          el("span", { class: "state" }, "running…"),
+          el("pre", { class: "args", "aria-label": "arguments" }, pretty(call.arguments)),
+        );
+        block(view, body).tools.append(item);
+        if (call.name === "delegate") nestHelpers();
+        break;
+      }
+      case "tool_call_finished": {
+        const result = body.result;
+        const item = view.li.querySelector(`li.tool[data-call="${CSS.escape(result.call_id)}"]`);
+        if (!item) break;
+        item.dataset.state = result.success ? "done" : "failed";
+        item.querySelector(".state").textContent = result.success ? "done" : "failed";
+        const shown = result.success ? pretty(result.result) : result.error || "failed";
+        item.append(el("pre", { class: result.success ? "result" : "error", "aria-label": result.success ? "result" : "error" }, shown));
+        break;
+      }
+      case "message_committed": {
+        const message = body.message;
+        if (message.role === "assistant" && message.interrupted) {
+          block(view, body).div.dataset.interrupted = "true";
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  function finishTurn(view, outcome) {
+    view.li.dataset.status = outcome.status;
+    if (outcome.status === "cancelled") {
+      view.li.append(el("p", { class: "mark" }, "Cancelled: the partial answer is kept."));
+    } else if (outcome.status !== "completed") {
+      const why = outcome.error ? ": " + outcome.error.message : "";
+      view.li.append(el("p", { class: "mark error" }, "Ended " + outcome.status + why));
+    }
+  }
+
+  function onSessionEvent(message) {
+    const data = JSON.parse(message.data);
+    if (data.seq <= lastSeq) {
+      transcript.dataset.repeats = String(Number(transcript.dataset.repeats) + 1);
+      return;
+    }
+    if (lastSeq && data.seq !== lastSeq + 1) {
+      transcript.dataset.gaps = String(Number(transcript.dataset.gaps) + 1);
+    }
+    lastSeq = data.seq;
+    transcript.dataset.lastSeq = String(lastSeq);
+    const body = data.event;
+    switch (body.type) {
+      case "turn_started":
+        turn = newTurn(transcript, body.input, body.turn);
+        setComposer(true, true);
+        break;
+      case "turn_done":
+        if (turn) finishTurn(turn, body.outcome);
+        turn = null;
+        setComposer(true, false);
+        break;
+      case "candidates_proposed":
+        transcript.append(el("li", { class: "note" }, `${body.candidates.length} point(s) to remember proposed`));
+        break;
+      case "compacted":
+        transcript.append(el("li", { class: "note" }, `Older messages summarised (${body.removed_messages})`));
+        break;
+      case "events_dropped":
+        transcript.append(el("li", { class: "note error" }, `${body.count} events were lost`));
+        break;
+      case "session_failed":
+        transcript.append(el("li", { class: "note error" }, "Failed: " + body.error.message));
+        break;
+      case "session_closed":
+        transcript.append(el("li", { class: "note" }, "Session closed (" + body.reason + ")"));
+        endSession();
+        break;
+      default:
+        if (turn) render(turn, body);
+    }
+  }
+
+  const SESSION_KINDS = [
+    "turn_started", "text_delta", "thinking_delta", "tool_call_started", "tool_call_finished",
+    "message_committed", "query_done", "turn_done", "compacted", "candidates_proposed",
+    "session_finalizing", "session_closed", "session_failed", "events_dropped",
+  ];
+
+  function follow(sessionId) {
+    if (source) source.close();
+    session = sessionId;
+    sessionStorage.setItem(storageKey, sessionId);
+    lastSeq = 0;
+    turn = null;
+    transcript.replaceChildren();
+    transcript.dataset.lastSeq = "0";
+    $("session-line").textContent = "Session " + sessionId;
+    setComposer(true, false);
+    // From the first event kept; EventSource itself resumes after the last `id:` it saw
+    // (Last-Event-ID) when the connection drops.
+    source = new EventSource(`${base}/sessions/${encodeURIComponent(sessionId)}/events`);
+    for (const kind of SESSION_KINDS) source.addEventListener(kind, onSessionEvent);
+    source.addEventListener("open", () => transcript.setAttribute("aria-busy", "false"));
+    source.addEventListener("error", (event) => {
+      if (leaving) return; // a reload or a new page: the Session is followed again there
+      if (event.data) {
+        const error = JSON.parse(event.data);
+        transcript.append(el("li", { class: "note error" }, error.message));
+      }
+      if (source && source.readyState === EventSource.CLOSED) {
+        // Refused (closed and no longer kept, unknown, expired): nothing more will come.
+        // (A stream cut by leaving the page must not forget the Session: it is followed
+        // again after a reload.)
+        if (lastSeq === 0) sessionStorage.removeItem(storageKey);
+        source = null;
+        setComposer(false, false);
+        $("session-line").textContent = "Session " + sessionId + " (its events are not available)";
+      }
+    });
+  }
+
+  function endSession() {
+    if (source) source.close();
+    source = null;
+    sessionStorage.removeItem(storageKey);
+    setComposer(false, false);
+  }
+
+  $("open-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const purpose = $("purpose").value.trim();
+    try {
+      const info = await api("POST", "/sessions", purpose ? { purpose } : {});
+      follow(info.session_id);
+      $("message").focus();
+    } catch (error) {
+      failed(error);
+    }
+  });
+
+  $("send-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = $("message").value;
+    if (!session || !text.trim()) return;
+    try {
+      await api("POST", `/sessions/${encodeURIComponent(session)}/messages`, { text });
+      $("message").value = "";
+    } catch (error) {
+      failed(error);
+    }
+  });
+
+  $("message").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      $("send-form").requestSubmit();
+    }
+  });
+
+  $("cancel").addEventListener("click", () => {
+    if (session) api("POST", `/sessions/${encodeURIComponent(session)}/cancel`).catch(failed);
+  });
+
+  $("close").addEventListener("click", () => {
+    if (session) api("DELETE", `/sessions/${encodeURIComponent(session)}`).catch(failed);
+  });
+
+  // -- memory --------------------------------------------------------------------------
+
+  function factMeta(fact) {
+    const valid = `${when(fact.valid_from)} – ${fact.valid_to ? when(fact.valid_to) : "now"}`;
+    const pairs = [
+      ["Tier", fact.tier], ["Kind", fact.kind], ["Count", String(fact.count)],
+      ["First seen", when(fact.first_seen)], ["Last seen", when(fact.last_seen)],
+      ["Valid", valid], ["Status", fact.status],
+    ];
+    return el("dl", { class: "meta" }, ...pairs.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  }
+
+  async function showDetail(fact, region, button) {
+    const open = button.getAttribute("aria-expanded") === "true";
+    button.setAttribute("aria-expanded", String(!open));
+    region.hidden = open;
+    if (open) return;
+    const detail = await api("GET", "/facts/" + encodeURIComponent(fact.id));
+    const evidence = detail.evidence.map((e) =>
+      el("li", {}, el("span", { class: "who" }, `${e.speaker} · ${when(e.at)} · session ${e.session_id}`), el("p", { class: "text" }, e.text)),
+    );
+    if (detail.missing_evidence) evidence.push(el("li", { class: "muted" }, `${detail.missing_evidence} episode(s) no longer kept`));
+    const history = detail.history.map((h) =>
+      el("li", { "data-kind": h.kind }, el("strong", {}, h.kind), ` · ${when(h.at)}` + (h.session_id ? ` · session ${h.session_id}` : "") + (h.judge ? " · judged" : "") + " — ", h.reason),
+    );
+    region.replaceChildren(
+      el("h3", {}, "Said in"), el("ul", { class: "evidence" }, ...evidence),
+      el("h3", {}, "History"), el("ol", { class: "history" }, ...history),
+    );
+  }
+
+  function factItem(fact) {
+    const detailId = "fact-detail-" + fact.id;
+    const region = el("div", { class: "detail", id: detailId, hidden: true, role: "region", "aria-label": "Fact details" });
+    const details = el("button", { type: "button", "aria-expanded": "false", "aria-controls": detailId }, "Details");
+    details.addEventListener("click", () => showDetail(fact, region, details).catch(failed));
+    const forget = el("button", { type: "button", class: "danger" }, "Forget");
+    forget.setAttribute("aria-label", "Forget: " + fact.text);
+    forget.addEventListener("click", async () => {
+      try {
+        await api("DELETE", "/facts/" + encodeURIComponent(fact.id));
+        await loadFacts();
+      } catch (error) {
+        failed(error);
+      }
+    });
+    return el("li", { class: "fact", "data-fact": fact.id, "data-tier": fact.tier },
+      el("p", { class: "text" }, fact.text), factMeta(fact), el("div", { class: "buttons" }, details, forget), region);
+  }
+
+  async function loadFacts() {
+    const facts = await api("GET", "/facts");
+    $("facts").replaceChildren(...facts.map(factItem));
+    $("facts-empty").hidden = facts.length > 0;
+  }
+  loaders.memory = loadFacts;
+
+  $("search-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("search").value.trim();
+    if (!q) return;
+    try {
+      const hits = await api("GET", "/memory/search?q=" + encodeURIComponent(q));
+      const items = hits.map((hit) =>
+        hit.kind === "fact"
+          ? el("li", { class: "hit" }, el("span", { class: "who" }, `fact · ${hit.fact.tier} · ${hit.score.toFixed(2)}`), el("p", { class: "text" }, hit.fact.text))
+          : el("li", { class: "hit" }, el("span", { class: "who" }, `said by ${hit.episode.speaker} · ${when(hit.episode.at)} · ${hit.score.toFixed(2)}`), el("p", { class: "text" }, hit.episode.text)),
+      );
+      if (!items.length) items.push(el("li", { class: "muted" }, "Nothing found."));
+      $("hits").replaceChildren(...items);
+    } catch (error) {
+      failed(error);
+    }
+  });
+
+  // -- wake-ups ------------------------------------------------------------------------
+
+  function wakeupRow(w) {
+    const state = w.finished ? "finished" : w.paused ? "paused" : "active";
+    const toggle = el("button", { type: "button" }, w.paused ? "Resume" : "Pause");
+    toggle.setAttribute("aria-label", (w.paused ? "Resume " : "Pause ") + w.id);
+    toggle.addEventListener("click", async () => {
+      try {
+        await api("POST", `/wakeups/${encodeURIComponent(w.id)}/${w.paused ? "resume" : "pause"}`);
+        await loadWakeups();
+      } catch (error) {
+        failed(error);
+      }
+    });
+    return el("tr", { "data-wakeup": w.id, "data-state": state },
+      el("th", { scope: "row" }, w.id, w.text ? el("span", { class: "muted block" }, w.text) : null),
+      el("td", {}, w.trigger), el("td", { class: "next" }, w.paused ? "—" : when(w.next_at)),
+      el("td", {}, String(w.runs)), el("td", { class: "state" }, state), el("td", {}, toggle));
+  }
+
+  async function loadWakeups() {
+    const list = await api("GET", "/wakeups");
+    $("wakeups").tBodies[0].replaceChildren(...list.map(wakeupRow));
+    $("wakeups-empty").hidden = list.length > 0;
+  }
+  loaders.wakeups = loadWakeups;
+
+  const fired = new Map(); // wake-up Session id -> its list item
+
+  function firedItem(sessionId, purpose) {
+    let item = fired.get(sessionId);
+    if (!item) {
+      item = el("li", { class: "fired-session", "data-session": sessionId, "data-state": "running" },
+        el("span", { class: "who" }, `${new Date().toLocaleString()} · session ${sessionId}`),
+        el("p", { class: "purpose" }, purpose || ""), el("p", { class: "text answer" }));
+      fired.set(sessionId, item);
+      $("fired").prepend(item);
+    }
+    return item;
+  }
+
+  // -- usage ---------------------------------------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+    node.append(...children);
+    return node;
+  }
+
+  function chart(days) {
+    const figure = $("chart");
+    if (!days.length) {
+      figure.replaceChildren(el("figcaption", { class: "muted" }, "No tokens spent yet."));
+      return;
+    }
+    const shown = days.slice(-14);
+    const width = 320, height = 160, pad = 24, gap = 4;
+    const top = Math.max(...shown.map((d) => d.prompt_tokens + d.completion_tokens), 1);
+    const bar = Math.min(36, (width - pad) / shown.length - gap);
+    const scale = (height - 2 * pad) / top;
+    const parts = [svg("line", { x1: pad, y1: height - pad, x2: width, y2: height - pad, class: "axis" })];
+    shown.forEach((d, i) => {
+      const x = pad + i * (bar + gap);
+      const p = d.prompt_tokens * scale, c = d.completion_tokens * scale;
+      const total = d.prompt_tokens + d.completion_tokens;
+      const label = `${d.day}: ${number(total)} tokens (${number(d.prompt_tokens)} prompt, ${number(d.completion_tokens)} completion)`;
+      parts.push(svg("g", { class: "day" },
+        svg("title", {}, label),
+        svg("rect", { x, y: height - pad - p, width: bar, height: p, class: "prompt" }),
+        svg("rect", { x, y: height - pad - p - c, width: bar, height: c, class: "completion" }),
+        svg("text", { x: x + bar / 2, y: height - pad + 14, "text-anchor": "middle" }, d.day.slice(5))));
+    });
+    parts.push(svg("text", { x: 2, y: pad - 8 }, number(top)));
+    const summary = shown.map((d) => `${d.day} ${number(d.prompt_tokens + d.completion_tokens)}`).join(", ");
+    const image = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Tokens per day: " + summary }, ...parts);
+    figure.replaceChildren(image, el("figcaption", {}, el("span", { class: "key prompt" }, "prompt"), " ", el("span", { class: "key completion" }, "completion")));
+  }
+
+  async function loadUsage() {
+    const report = await api("GET", "/usage");
+    chart(report.days);
+    const rows = report.sessions.map((s) =>
+      el("tr", { "data-session": s.session_id },
+        el("th", { scope: "row" }, s.parent_id ? "↳ " : "", el("span", { class: "label" }, s.label || s.session_id), el("span", { class: "muted block" }, s.session_id)),
+        el("td", {}, when(s.created_at)), el("td", {}, s.origin || "—"), el("td", {}, String(s.turns)),
+        el("td", {}, number(s.usage.prompt_tokens)), el("td", {}, number(s.usage.completion_tokens)),
+        el("td", { class: "total" }, number(s.usage.prompt_tokens + s.usage.completion_tokens))));
+    $("usage").tBodies[0].replaceChildren(...rows);
+  }
+  loaders.usage = loadUsage;
+
+  // -- the Agent's live events ---------------------------------------------------------
+
+  function helperEvent(helper, body) {
+    if (body.type === "turn_started") helper.view = newTurn(helper.container, body.input, body.turn);
+    else if (body.type === "turn_done" && helper.view) finishTurn(helper.view, body.outcome);
+    else if (helper.view) render(helper.view, body);
+  }
+
+  /** Put each helper not yet shown under the running delegate call of its task. */
+  function nestHelpers() {
+    for (const [id, helper] of helpers) {
+      if (helper.container) continue;
+      const calls = Array.from(transcript.querySelectorAll('li.tool[data-name="delegate"]'));
+      const free = calls.filter((c) => !c.querySelector(".helper"));
+      const call =
+        free.find((c) => c.dataset.task === helper.task && c.dataset.state === "running") ||
+        free.find((c) => c.dataset.task === helper.task) ||
+        free.filter((c) => c.dataset.state === "running").pop();
+      if (!call) continue;
+      helper.container = el("ol", { class: "helper", "aria-label": "Helper Session " + id });
+      call.append(helper.container);
+      for (const body of helper.queue.splice(0)) helperEvent(helper, body);
+    }
+  }
+
+  function onAgentEvent(message) {
+    const data = JSON.parse(message.data);
+    const body = data.event;
+    const id = data.session_id;
+    switch (body.type) {
+      case "session_opened":
+        if (body.parent_id && body.parent_id === session) {
+          // A helper of this Session: nested under its delegate call, now or once that
+          // call is shown (the two streams are separate connections: either may be first).
+          helpers.set(id, { task: body.purpose, container: null, view: null, queue: [] });
+          nestHelpers();
+        } else if (!body.parent_id && body.origin === "agent") {
+          firedItem(id, body.purpose);
+          if (visible("wakeups")) loadWakeups().catch(failed);
+        }
+        break;
+      case "wakeup_fired": {
+        const item = firedItem(id, body.input);
+        item.querySelector(".who").append(` · ${body.wakeup_id} (${body.reason})`);
+        break;
+      }
+      case "session_ended": {
+        const item = fired.get(id);
+        if (item) item.dataset.state = body.reason;
+        if (visible("usage")) loadUsage().catch(failed);
+        break;
+      }
+      case "memory_decided":
+        if (visible("memory")) loadFacts().catch(failed);
+        break;
+      default: {
+        const helper = helpers.get(id);
+        if (helper && !helper.container) helper.queue.push(body);
+        else if (helper) helperEvent(helper, body);
+        else if (fired.has(id) && body.type === "text_delta") {
+          fired.get(id).querySelector(".answer").append(body.text);
+        }
+      }
+    }
+  }
+
+  const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", ...SESSION_KINDS];
+  const agentSource = new EventSource(base + "/events");
+  for (const kind of AGENT_KINDS) agentSource.addEventListener(kind, onAgentEvent);
+  agentSource.addEventListener("open", () => {
+    notice("Live");
+    document.body.dataset.live = "true";
+  });
+  agentSource.addEventListener("error", () => {
+    if (leaving) return;
+    document.body.dataset.live = "false";
+    notice("Reconnecting…");
+  });
+
+  // -- start ---------------------------------------------------------------------------
+
+  const kept = sessionStorage.getItem(storageKey);
+  if (kept) follow(kept);
+  const start = tabs.find((t) => "#" + t.id.slice(4) === location.hash) || tabs[0];
+  select(start, false);
+})();
