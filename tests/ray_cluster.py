@@ -1,0 +1,91 @@
+"""A real two-node Ray cluster on this machine (127.0.0.1 only), started once for every
+test module that uses the ``cluster`` fixture (``from tests.ray_cluster import cluster``),
+and the check that nothing the tests started listens beyond loopback.
+
+Importing this module skips the importing test module when Ray is not installed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray's node address is 127.0.0.1 (not the address of the route out) for every node
+    # and for the driver's own connection (Ray resolves 127.0.0.1 to it).
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+}
+# Read when Ray is imported (ray_constants), so set before it is; this module's own keys.
+os.environ.update(_RAY_ENV)
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (the xai[ray] extra)")
+psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not installed")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+__all__ = ["Cluster", "cluster", "listening_beyond_loopback", "node_pin"]
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """A head node and a second node, one CPU each, in a temp dir of their own (one for the
+    whole run: every module using it shares it; each test makes and ends its own actors).
+    Node ``i`` has the custom resource ``xai-node-{i}`` (``node_pin``)."""
+    saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}
+    with tempfile.TemporaryDirectory(prefix="xr", dir="/tmp") as temp:  # (socket paths are short)
+        os.environ["RAY_TMPDIR"] = temp
+        node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+        made = Cluster(
+            initialize_head=True,
+            head_node_args={**node, "include_dashboard": False, "resources": {"xai-node-0": 1}},
+        )
+        try:
+            made.add_node(**node, resources={"xai-node-1": 1})
+            made.wait_for_nodes()
+            ray.init(address=made.address, namespace="xai", _node_ip_address="127.0.0.1")
+            yield made
+        finally:
+            ray.shutdown()
+            made.shutdown()  # type: ignore[no-untyped-call]
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def node_pin(node: int) -> dict[str, Any]:
+    """Ray actor options placing an actor on node ``node`` of ``cluster`` (SPREAD alone is
+    best effort)."""
+    return {"resources": {f"xai-node-{node}": 0.01}}
+
+
+def _loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def listening_beyond_loopback(*, expect: set[str]) -> list[tuple[int, str, Any]]:
+    """The listening sockets of this process's children (the Ray nodes and their
+    workers, any server a test started) that are not on loopback; ``expect`` names
+    processes that must be among the children, and more than 4 sockets must listen (so
+    an empty answer is not a look at nothing)."""
+    processes = psutil.Process(os.getpid()).children(recursive=True)
+    names = {p.name() for p in processes}
+    assert expect <= names, names
+    listening = [
+        (p.pid, p.name(), c.laddr)
+        for p in processes
+        for c in p.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    assert len(listening) > 4
+    return [(pid, name, addr) for pid, name, addr in listening if not _loopback(addr.ip)]
