@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,16 @@ def _no_real_models() -> Iterator[None]:
     """Tests never reach a real model: any non-loopback connection fails."""
     with block_network():
         yield
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Any]:
+    """A two-node Ray cluster on 127.0.0.1, one for the whole run (tests/ray_cluster.py;
+    only the modules that import it, and so skip without Ray, use it)."""
+    from tests.ray_cluster import started_cluster
+
+    with started_cluster() as made:
+        yield made
 
 
 FAST_RETRY = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.05)

@@ -1,6 +1,6 @@
-"""A real two-node Ray cluster on this machine (127.0.0.1 only), started once for every
-test module that uses the ``cluster`` fixture (``from tests.ray_cluster import cluster``),
-and the check that nothing the tests started listens beyond loopback.
+"""A real two-node Ray cluster on this machine (127.0.0.1 only), started once for the run
+by the ``cluster`` fixture of tests/conftest.py, and the check that nothing the tests
+started listens beyond loopback.
 
 Importing this module skips the importing test module when Ray is not installed.
 """
@@ -11,6 +11,7 @@ import ipaddress
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -29,14 +30,14 @@ psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not 
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
-__all__ = ["Cluster", "cluster", "listening_beyond_loopback", "node_pin"]
+__all__ = ["Cluster", "listening_beyond_loopback", "node_pin", "started_cluster"]
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    """A head node and a second node, one CPU each, in a temp dir of their own (one for the
-    whole run: every module using it shares it; each test makes and ends its own actors).
-    Node ``i`` has the custom resource ``xai-node-{i}`` (``node_pin``)."""
+@contextmanager
+def started_cluster() -> Iterator[Cluster]:
+    """A head node and a second node, one CPU each, in a temp dir of their own, the driver
+    (this process) connected. Node ``i`` has the custom resource ``xai-node-{i}``
+    (``node_pin``)."""
     saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}
     with tempfile.TemporaryDirectory(prefix="xr", dir="/tmp") as temp:  # (socket paths are short)
         os.environ["RAY_TMPDIR"] = temp
@@ -61,9 +62,10 @@ def cluster() -> Iterator[Cluster]:
 
 
 def node_pin(node: int) -> dict[str, Any]:
-    """Ray actor options placing an actor on node ``node`` of ``cluster`` (SPREAD alone is
-    best effort)."""
-    return {"resources": {f"xai-node-{node}": 0.01}}
+    """Ray actor options placing an actor on node ``node`` of the cluster (SPREAD alone is
+    best effort). ``num_cpus=0``: an actor asking for a resource otherwise holds a CPU for
+    as long as it lives, and each node has one."""
+    return {"resources": {f"xai-node-{node}": 0.01}, "num_cpus": 0}
 
 
 def _loopback(address: str) -> bool:

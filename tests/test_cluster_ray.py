@@ -1,6 +1,6 @@
 """Hosts on Ray: a real two-node Ray cluster on this machine (127.0.0.1 only), started once
-for the run (tests/ray_cluster.py); each test makes its own host actors (named after the
-test) and ends them."""
+for the run (the ``cluster`` fixture, tests/ray_cluster.py); each test makes its own host
+actors (named after the test) and ends them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.ray_cluster import Cluster, cluster, listening_beyond_loopback, node_pin, ray
+from tests.ray_cluster import Cluster, listening_beyond_loopback, node_pin, ray
 from tests.session_helpers import extraction_responder, is_side_request
 from tests.test_agent import echo, judge_adds
 from tests.test_serve import consecutive, open_session, read, seqs, turns_done
@@ -29,8 +29,6 @@ from xai.providers import OpenAIProvider, RetryPolicy
 from xai.serve import create_app, serve_app
 from xai.session import read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
-
-__all__ = ["cluster"]  # (the shared fixture, used here)
 
 pytestmark = pytest.mark.anyio
 

@@ -6,6 +6,7 @@ dies and comes back gives a typed, retryable error through Ray while it is down.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -16,7 +17,7 @@ import anyio
 import pytest
 
 from tests.chroma_server import ChromaServer
-from tests.ray_cluster import Cluster, cluster, listening_beyond_loopback, node_pin, psutil, ray
+from tests.ray_cluster import Cluster, listening_beyond_loopback, node_pin, psutil, ray
 from tests.session_helpers import extraction_responder
 from tests.test_agent import echo, judge_adds
 from xai.agent import OpenSession
@@ -27,8 +28,6 @@ from xai.exceptions import MemoryUnavailableError
 from xai.memory import IndexStore, MemoryHit, ScoredFact
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer
-
-__all__ = ["cluster"]  # (the shared fixture, used here)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -80,8 +79,9 @@ def owners(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> Iterator[Any]:
-    """``owner(node)``: a one-actor ``RayHosts`` pinned to ``node`` (a new actor each call),
-    every one on the same shared root and Chroma server; all ended after the test."""
+    """``owner(node)``: a one-actor ``RayHosts`` pinned to ``node`` (a new actor each call,
+    which starts its host at its first call), every one on the same shared root and
+    Chroma server; all ended after the test."""
     for responder in (extraction_responder, judge_adds, echo):
         openai_server.script.add_responder(responder)
     setup = functools.partial(wire_setup, openai_server.base_url, openai_server.model)
@@ -116,6 +116,7 @@ async def test_memory_on_a_chroma_server_through_ray(
     owners: Any, chroma: ChromaServer, tmp_path: Path
 ) -> None:
     first: RayHosts = owners(0)
+    second: RayHosts = owners(1)  # (its process starts meanwhile; it opens no Agent yet)
     info = await first.open_session(AGENT, OpenSession())
     await first.submit(AGENT, info.session_id, SAID)
     async for event in await first.events(AGENT, info.session_id, 0):
@@ -137,12 +138,12 @@ async def test_memory_on_a_chroma_server_through_ray(
         collection.update(ids=[fact.id], embeddings=[marked])
     finally:
         store.close()
+        gc.collect()  # (the connection chromadb leaves open is finalised here)
 
     # The Agent's owner ends; a new owner on the other node takes it over.
     node, pid = await first.node_id(AGENT), await first.pid(AGENT)
     ray.kill(first.actors[0], no_restart=True)
     await anyio.to_thread.run_sync(_gone, pid)  # (its lock on the Agent's directory with it)
-    second: RayHosts = owners(1)
     assert await second.node_id(AGENT) != node
     assert facts_of(await second.search_memory(AGENT, "what is the cat called")) == [FACT]
     store = IndexStore.server("127.0.0.1", chroma.port)
@@ -152,6 +153,7 @@ async def test_memory_on_a_chroma_server_through_ray(
         assert got["embeddings"][0][0] == pytest.approx(marked[0], abs=1e-5)  # not re-indexed
     finally:
         store.close()
+        gc.collect()
 
     beyond = listening_beyond_loopback(expect={"gcs_server", "raylet", "chroma"})
     assert beyond == []
@@ -164,6 +166,7 @@ async def test_memory_on_a_chroma_server_through_ray(
     chroma.start()
     assert facts_of(await second.search_memory(AGENT, "what is the cat called")) == [FACT]
     assert [f.text for f in await second.facts(AGENT)] == [FACT]  # the ledger kept it
+    gc.collect()
 
 
 def _gone(pid: int) -> None:
