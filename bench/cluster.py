@@ -25,16 +25,24 @@ turns of all clients over the wall time from the first ``submit`` to the last
 each first, not counted); figures are over all rounds (turns/s: the median of the
 rounds), ratios against ``inproc`` of the same run.
 
-Where a Ray turn's time goes (measured on their own, same run):
+CPU per turn, by process (``/proc/PID/stat``, over the timed turns): ``client`` is this
+process (in ``inproc`` the host runs in it too), ``hosts`` the host actors' worker
+processes, ``ray`` Ray's own ``raylet`` and ``gcs_server`` processes (the wire server is
+left out: the same in all three). On a shared machine the wall-clock figures say more
+about the other load than about xai (more processes get more of a contended CPU); the
+CPU per turn is the figure to compare: ``*_vs_inproc_cpu_ratio``.
+
+Where a Ray turn's extra time goes (measured on their own, same run):
 ``ray_call_ms_p50``: a bare call of the host actor (``pid``), the actor hop;
 ``host_call_ms_p50``: ``session_info`` (a host call with msgspec answers);
-``ray_stream_item_ms``: the cost of one item of a Ray streaming generator (an actor
-yielding ``--probe-items`` small items, less one yielding none, per item);
-``msgspec_us_per_turn``: encoding and decoding a turn's events (msgpack);
-``events_per_turn``: items the Session's stream gives per turn. With those, a Ray turn
-costs the in-process turn plus about a call (``submit``) and ``events_per_turn`` stream
-items: ``ray_overhead_ms_per_turn`` (p50 one actor less p50 in-process) against
-``stream_ms_per_turn_estimate``, whose share is ``stream_share_of_overhead_ratio``.
+``ray_stream_item_ms`` / ``ray_stream_item_cpu_ms``: one item of a Ray streaming
+generator (an actor yielding ``--probe-items`` small items, less one yielding none, per
+item; the CPU of both ends); ``msgspec_us_per_turn``: encoding and decoding a turn's
+events (msgpack); ``events_per_turn``: the events a turn makes; ``ray_items_per_turn``:
+the stream items one turn took, read straight from the host actor (each item a batch of
+events). ``ray_cpu_overhead_ms_per_turn`` (the one-actor CPU per turn less the
+in-process one) against ``stream_cpu_ms_per_turn_estimate`` (items x item CPU) and
+``unbatched_stream_cpu_ms_per_turn_estimate`` (what one item per event would cost).
 
 Agents per actor: after the rounds, ``--rss-agents`` more Agents are started on the one
 actor (each: a Session, one turn, left open) and the actor's worker process's RSS
@@ -353,6 +361,22 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+async def items_per_turn(hosts: RayHosts, agent_id: str) -> tuple[int, int]:
+    """One turn read straight from the host actor's stream: its items and its events."""
+    info = await hosts.open_session(agent_id, OpenSession())
+    await hosts.submit(agent_id, info.session_id, "count")
+    items = events = 0
+    stream = hosts.actor_for(agent_id).events.remote(agent_id, info.session_id, 0)
+    await (await stream.__anext__())  # the answer
+    async for ref in stream:
+        batch = msgspec.msgpack.decode(await ref, type=list[SessionEvent])
+        items, events = items + 1, events + len(batch)
+        if any(isinstance(e.event, TurnDone) for e in batch):
+            break
+    await hosts.close_session(agent_id, info.session_id)
+    return items, events
+
+
 async def agents_rss(hosts: RayHosts, count: int, clients: int) -> tuple[int, int]:
     """The actor's RSS (KiB) before and after ``count`` more Agents, each with a Session
     and one turn, left open."""
@@ -456,6 +480,7 @@ async def main(args: argparse.Namespace, base_url: str, temp: Path) -> dict[str,
                 call = await timed_ms(lambda: one.session_info(ids[0], info.session_id), 200)
                 await one.close_session(ids[0], info.session_id)
                 item_ms, item_cpu_ms = await stream_item_ms(probe, args.probe_items)
+                items, events = await items_per_turn(one, ids[0])
                 before, after = await agents_rss(one, args.rss_agents, args.clients)
         finally:
             await provider.aclose()
@@ -486,10 +511,12 @@ async def main(args: argparse.Namespace, base_url: str, temp: Path) -> dict[str,
     all_inproc = runs["inproc"]
     events_per_turn = sum(r.events for r in all_inproc) / sum(r.turns for r in all_inproc)
     overhead = out["one_actor_cpu_ms_per_turn"] - out["inproc_cpu_ms_per_turn"]
-    stream_ms = events_per_turn * item_cpu_ms
+    stream_ms = items * item_cpu_ms
     per_agent = (after - before) / args.rss_agents
     out |= {
         "events_per_turn": round(events_per_turn, 1),
+        "ray_items_per_turn": items,
+        "ray_events_per_item": round(events / items, 1),
         "ray_call_ms_p50": round(statistics.median(hop), 3),
         "host_call_ms_p50": round(statistics.median(call), 3),
         "ray_stream_item_ms": round(item_ms, 4),
@@ -497,6 +524,7 @@ async def main(args: argparse.Namespace, base_url: str, temp: Path) -> dict[str,
         "msgspec_us_per_turn": round(msgspec_us(all_inproc[0].sample), 1),
         "ray_cpu_overhead_ms_per_turn": round(overhead, 2),
         "stream_cpu_ms_per_turn_estimate": round(stream_ms, 2),
+        "unbatched_stream_cpu_ms_per_turn_estimate": round(events_per_turn * item_cpu_ms, 2),
         "stream_share_of_overhead_ratio": round(stream_ms / overhead, 3) if overhead > 0 else None,
         "rss_agents": args.rss_agents,
         "actor_rss_mib_before": round(before / 1024, 1),
