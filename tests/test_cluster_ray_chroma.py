@@ -1,7 +1,8 @@
 """Hosts on Ray with the memory index on a real Chroma server (``chroma run``), end to end:
 a fact an Agent decides on one node is in the server, the Agent's next owner (another
 actor, on the other node) searches it without indexing anything again, and a server that
-dies and comes back gives a typed, retryable error through Ray while it is down."""
+dies and comes back gives a typed, retryable error through Ray while it is down. (And a
+host actor sends the events there are in one stream item.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from tests.chroma_server import ChromaServer
@@ -23,7 +25,7 @@ from tests.test_agent import echo, judge_adds
 from xai.agent import OpenSession
 from xai.cluster import HostParts, HostSpec, RayHosts
 from xai.config import LLMConfig
-from xai.events import TurnDone
+from xai.events import SessionEvent, TurnDone
 from xai.exceptions import MemoryUnavailableError
 from xai.memory import IndexStore, MemoryHit, ScoredFact
 from xai.providers import OpenAIProvider, RetryPolicy
@@ -119,9 +121,16 @@ async def test_memory_on_a_chroma_server_through_ray(
     second: RayHosts = owners(1)  # (its process starts meanwhile; it opens no Agent yet)
     info = await first.open_session(AGENT, OpenSession())
     await first.submit(AGENT, info.session_id, SAID)
+    seen = []
     async for event in await first.events(AGENT, info.session_id, 0):
+        seen.append(event.seq)
         if isinstance(event.event, TurnDone):
             break
+    # A reader from 0 gets the finished turn's events in one stream item (batched).
+    raw = first.actor_for(AGENT).events.remote(AGENT, info.session_id, 0)
+    await (await raw.__anext__())  # the answer
+    batch = msgspec.msgpack.decode(await (await raw.__anext__()), type=list[SessionEvent])
+    assert [e.seq for e in batch][: len(seen)] == seen and len(seen) > 3
     await first.close_session(AGENT, info.session_id)  # its fact decided on the way
     (fact,) = await first.facts(AGENT)
     assert fact.text == FACT
