@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -11,6 +12,10 @@ from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer, block_network
 
 pytest_plugins = ["xai.testing.pytest_plugin", "pytester"]
+
+# Ray reads these when it is first imported (by whichever test module imports it first):
+# no usage stats, and 127.0.0.1 as every node's address, not the address of the route out.
+os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
 
 configure_logging("console", level="warning", stream=sys.stderr)
 

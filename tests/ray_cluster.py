@@ -16,15 +16,7 @@ from typing import Any
 
 import pytest
 
-_RAY_ENV = {
-    "RAY_USAGE_STATS_ENABLED": "0",
-    # Ray's node address is 127.0.0.1 (not the address of the route out) for every node
-    # and for the driver's own connection (Ray resolves 127.0.0.1 to it).
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-}
-# Read when Ray is imported (ray_constants), so set before it is; this module's own keys.
-os.environ.update(_RAY_ENV)
-
+# (tests/conftest.py sets Ray's environment before any test module imports Ray.)
 ray = pytest.importorskip("ray", reason="Ray is not installed (the xai[ray] extra)")
 psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not installed")
 
