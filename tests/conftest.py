@@ -32,14 +32,26 @@ def _no_real_models() -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Any]:
-    """A two-node Ray cluster on 127.0.0.1, one for the whole run (tests/ray_cluster.py;
-    only the modules that import it, and so skip without Ray, use it)."""
-    from tests.ray_cluster import started_cluster
+@pytest.fixture
+def cluster() -> Any:
+    """A two-node Ray cluster on 127.0.0.1 (tests/ray_cluster.py), shared by the tests that
+    run one after another with it: stopped after the last of them (below)."""
+    from tests.ray_cluster import shared_cluster
 
-    with started_cluster() as made:
-        yield made
+    return shared_cluster()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if "cluster" in getattr(item, "fixturenames", ()) and "cluster" not in getattr(
+            nextitem, "fixturenames", ()
+        ):
+            from tests.ray_cluster import stop_shared_cluster
+
+            stop_shared_cluster()
 
 
 FAST_RETRY = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.05)

@@ -1,17 +1,19 @@
-"""A real two-node Ray cluster on this machine (127.0.0.1 only), started once for the run
-by the ``cluster`` fixture of tests/conftest.py, and the check that nothing the tests
-started listens beyond loopback.
+"""A real two-node Ray cluster on this machine (127.0.0.1 only), for the ``cluster``
+fixture of tests/conftest.py (``shared_cluster``: started by the first test that asks for
+it and stopped after the last of the tests next to it that do), and the check that
+nothing the tests started listens beyond loopback.
 
 Importing this module skips the importing test module when Ray is not installed.
 """
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -22,7 +24,32 @@ psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not 
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
-__all__ = ["Cluster", "listening_beyond_loopback", "node_pin", "started_cluster"]
+__all__ = [
+    "Cluster",
+    "listening_beyond_loopback",
+    "node_pin",
+    "shared_cluster",
+    "started_cluster",
+    "stop_shared_cluster",
+]
+
+_shared: list[tuple[Cluster, ExitStack]] = []
+
+
+def shared_cluster() -> Cluster:
+    """The running cluster, started if there is none."""
+    if not _shared:
+        stack = ExitStack()
+        _shared.append((stack.enter_context(started_cluster()), stack))
+        atexit.register(stop_shared_cluster)  # (a run cut short stops it too)
+    return _shared[0][0]
+
+
+def stop_shared_cluster() -> None:
+    """Stop the cluster if it runs (the next ``shared_cluster`` starts another)."""
+    if _shared:
+        _, stack = _shared.pop()
+        stack.close()
 
 
 @contextmanager

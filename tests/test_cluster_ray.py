@@ -1,5 +1,5 @@
 """Hosts on Ray: a real two-node Ray cluster on this machine (127.0.0.1 only), started once
-for the run (the ``cluster`` fixture, tests/ray_cluster.py); each test makes its own host
+for the cluster tests (the ``cluster`` fixture, tests/ray_cluster.py); each test makes its own host
 actors (named after the test) and ends them."""
 
 from __future__ import annotations
