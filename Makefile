@@ -73,6 +73,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/import_time.py
 	$(BIN)/python bench/sessions.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/cluster.py
 	@$(MAKE) --no-print-directory bench-locomo
 
 bench-locomo: $(STAMP)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -10,6 +12,10 @@ from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer, block_network
 
 pytest_plugins = ["xai.testing.pytest_plugin", "pytester"]
+
+# Ray reads these when it is first imported (by whichever test module imports it first):
+# no usage stats, and 127.0.0.1 as every node's address, not the address of the route out.
+os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
 
 configure_logging("console", level="warning", stream=sys.stderr)
 
@@ -42,6 +48,28 @@ def _no_real_models() -> Iterator[None]:
     """Tests never reach a real model: any non-loopback connection fails."""
     with block_network():
         yield
+
+
+@pytest.fixture
+def cluster() -> Any:
+    """A two-node Ray cluster on 127.0.0.1 (tests/ray_cluster.py), shared by the tests that
+    run one after another with it: stopped after the last of them (below)."""
+    from tests.ray_cluster import shared_cluster
+
+    return shared_cluster()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if "cluster" in getattr(item, "fixturenames", ()) and "cluster" not in getattr(
+            nextitem, "fixturenames", ()
+        ):
+            from tests.ray_cluster import stop_shared_cluster
+
+            stop_shared_cluster()
 
 
 FAST_RETRY = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.05)

@@ -1,13 +1,12 @@
 """Hosts on Ray: a real two-node Ray cluster on this machine (127.0.0.1 only), started once
-for the module; each test makes its own host actors (named after the test) and ends them."""
+for the cluster tests (the ``cluster`` fixture, tests/ray_cluster.py); each test makes its own host
+actors (named after the test) and ends them."""
 
 from __future__ import annotations
 
 import functools
-import ipaddress
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -21,10 +20,12 @@ import msgspec
 import pytest
 from httpx_sse import ServerSentEvent, aconnect_sse
 
+from tests.ray_cluster import Cluster, listening_beyond_loopback, node_pin, ray
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from tests.test_serve import consecutive, open_session, read, seqs, turns_done
 from xai.agent import At, OpenSession, Wakeup, WakeupState
+from xai.cluster import HostParts, HostSpec, RayHosts, host_index
 from xai.config import LLMConfig
 from xai.events import SessionEvent, TurnDone
 from xai.messages import ToolMessage, UserMessage
@@ -33,54 +34,12 @@ from xai.serve import create_app, serve_app
 from xai.session import read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
-_RAY_ENV = {
-    "RAY_USAGE_STATS_ENABLED": "0",
-    # Ray's node address is 127.0.0.1 (not the address of the route out) for every node
-    # and for the driver's own connection (Ray resolves 127.0.0.1 to it).
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-}
-# Read when Ray is imported (ray_constants), so set before it is; this module's own keys.
-os.environ.update(_RAY_ENV)
-
-ray = pytest.importorskip("ray", reason="Ray is not installed (the xai[ray] extra)")
-psutil = pytest.importorskip("psutil", reason="psutil (a Ray dependency) is not installed")
-
-from ray.cluster_utils import Cluster  # noqa: E402
-
-from xai.cluster import HostParts, HostSpec, RayHosts, host_index  # noqa: E402
-
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # Ray's object refs are awaited on asyncio
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """A head node and a second node, one CPU each, in a temp dir of their own."""
-    saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}
-    with tempfile.TemporaryDirectory(prefix="xr", dir="/tmp") as temp:  # (socket paths are short)
-        os.environ["RAY_TMPDIR"] = temp
-        node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
-        made = Cluster(
-            initialize_head=True,
-            head_node_args={**node, "include_dashboard": False, "resources": {"xai-node-0": 1}},
-        )
-        try:
-            made.add_node(**node, resources={"xai-node-1": 1})
-            made.wait_for_nodes()
-            ray.init(address=made.address, namespace="xai", _node_ip_address="127.0.0.1")
-            yield made
-        finally:
-            ray.shutdown()
-            made.shutdown()  # type: ignore[no-untyped-call]
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 def _runs(marks: Path, name: str) -> int:
@@ -157,7 +116,7 @@ def hosts(
         HostSpec(root=str(tmp_path / "agents")),
         setup,
         prefix=prefix,
-        options_for=lambda i: {"resources": {f"xai-node-{i}": 0.01}},  # one per node
+        options_for=node_pin,  # one per node
     )
     yield made
     for actor in made.actors:
@@ -198,28 +157,11 @@ async def test_agents_on_two_host_actors_on_two_nodes(hosts: RayHosts) -> None:
     assert await hosts.pid(ada) != await hosts.pid(bob)
 
 
-def _loopback(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback
-
-
 async def test_every_socket_the_cluster_listens_on_is_loopback(hosts: RayHosts) -> None:
     ada, bob = _ids_on_both(hosts)
     for agent in (ada, bob):  # the host actors run (their workers listen too)
         await hosts.open_session(agent, OpenSession())
-    processes = psutil.Process(os.getpid()).children(recursive=True)
-    names = {p.name() for p in processes}
-    assert {"gcs_server", "raylet"} <= names, names
-    listening = [
-        (p.pid, p.name(), c.laddr)
-        for p in processes
-        for c in p.net_connections(kind="inet")
-        if c.status == psutil.CONN_LISTEN
-    ]
-    assert len(listening) > 4
-    beyond = [(pid, name, addr) for pid, name, addr in listening if not _loopback(addr.ip)]
+    beyond = listening_beyond_loopback(expect={"gcs_server", "raylet"})
     assert beyond == []
 
 

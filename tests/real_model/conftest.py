@@ -85,7 +85,7 @@ def real_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMConfig]
         "--model", str(smollm2_path()),
         "--model_alias", "smollm2",
         "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048", "--n_threads", "1", "--flash_attn", "True",
+        "--n_ctx", "4096", "--n_threads", "1", "--flash_attn", "True",
     ]  # fmt: skip
     with log.open("wb") as out:
         server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

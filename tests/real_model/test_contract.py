@@ -27,6 +27,7 @@ from xai.tools import ToolSet, tool
 pytestmark = [pytest.mark.anyio, pytest.mark.real_model]
 
 ENDED = (StopReason.END_TURN, StopReason.LENGTH)
+TURN_ENDED = {TurnStatus.COMPLETED, TurnStatus.LENGTH}  # a capped answer ends as `length`
 
 
 @tool
@@ -86,9 +87,9 @@ async def test_a_session_survives_two_turns_with_compaction_forced(
     async with Session(real_provider, config=config, directory=tmp_path) as session:
         session.listen(lambda event: seen.append(event.event))
         first = await session.send("My name is Ada. Say hi.").result()
-        second = await session.send("What is my name? " + "Answer briefly. " * 8).result()
+        second = await session.send("What is my name? " + "Answer briefly. " * 20).result()
         history = session.history
-    assert first.status is TurnStatus.COMPLETED and second.status is TurnStatus.COMPLETED
+    assert {first.status, second.status} <= TURN_ENDED, (first, second)
     assert any(isinstance(body, Compacted) for body in seen)
     assert history_problems(history) == []
     assert history_problems(read_journal(tmp_path / JOURNAL_FILE).history) == []
@@ -119,13 +120,16 @@ async def test_memory_extraction_and_the_judge_decide_or_fail_typed(
     real_provider: OpenAIProvider, tmp_path: Path
 ) -> None:
     failures: list[SessionFailed] = []
-    async with Agent(tmp_path, real_provider, config=AgentConfig()) as agent:
+    # The turn capped short (a 135M model runs on to any cap); extraction and judge as shipped.
+    session_config = SessionConfig(query=QueryConfig(max_tokens=48), extract_memory=True)
+    config = AgentConfig(session=session_config)
+    async with Agent(tmp_path, real_provider, config=config) as agent:
         session = await agent.open_session("chat")
         session.listen(lambda e: _keep_failure(e, failures))
         outcome = await session.send("I live in Lyon and I keep bees.").result()
         await session.close()
         facts = agent.memory.facts()
-    assert outcome.status is TurnStatus.COMPLETED
+    assert outcome.status in TURN_ENDED, outcome
     assert all(not f.fatal for f in failures)
     assert all(f.stage == "extraction" for f in failures)  # a typed failure, never a loss
     state = read_journal(tmp_path / "sessions" / session.id / JOURNAL_FILE)

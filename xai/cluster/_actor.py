@@ -22,6 +22,7 @@ import ray
 from xai.agent import AgentHost, OpenSession
 from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, answer, decode, encode, failure_of
+from xai.events import SessionEvent
 from xai.exceptions import XaiError
 from xai.logs import get_logger
 from xai.memory import IndexStore
@@ -145,8 +146,9 @@ class HostActor:
 
     @ray.method(num_returns="streaming")
     async def events(self, agent_id: str, session_id: str, after: int) -> AsyncIterator[bytes]:
-        """First an answer (``None``, or the failure refusing the read), then each
-        ``SessionEvent`` numbered above ``after``, encoded, until the Session closes."""
+        """First an answer (``None``, or the failure refusing the read), then the
+        ``SessionEvent``\\ s numbered above ``after``, until the Session closes: each item a
+        batch (an encoded list) of the events there were when it was sent."""
         try:
             host = await self._running()
             stream = await host.events(agent_id, session_id, after)
@@ -154,8 +156,8 @@ class HostActor:
             yield failure_of(error)
             return
         yield answer(None)
-        async for event in stream:
-            yield encode(event)
+        async for batch in _batches(stream):
+            yield encode(batch)
 
     async def close_session(self, agent_id: str, session_id: str) -> bytes:
         try:
@@ -176,3 +178,40 @@ class HostActor:
             return answer(await (await self._running()).search_memory(agent_id, query, k))
         except XaiError as error:
             return failure_of(error)
+
+
+_BATCH = 256
+"""At most this many events in one item of the event stream."""
+
+
+async def _batches(stream: AsyncIterator[SessionEvent]) -> AsyncIterator[list[SessionEvent]]:
+    """The events of ``stream`` in lists: each of the next event and all that came while
+    the last list was being sent (a Ray stream item costs far more than an event: one
+    item per event made Ray's streaming most of a turn's CPU). Nothing waits for a batch
+    to fill, so an event is never held back."""
+    queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for event in stream:
+                queue.put_nowait(event)
+        finally:
+            queue.put_nowait(None)  # the end (the stream's error, if any, is the task's)
+
+    task = asyncio.create_task(pump())
+    try:
+        while True:
+            batch: list[SessionEvent] = []
+            event = await queue.get()
+            while event is not None:
+                batch.append(event)
+                if len(batch) == _BATCH or queue.empty():
+                    break
+                event = queue.get_nowait()
+            if batch:
+                yield batch
+            if event is None:
+                await task  # (raises what ended the stream, if it failed)
+                return
+    finally:
+        task.cancel()

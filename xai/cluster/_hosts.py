@@ -133,5 +133,6 @@ class RayHosts:
 
 
 async def _events(stream: Any) -> AsyncIterator[SessionEvent]:
-    async for ref in stream:
-        yield decode(await ref, SessionEvent)
+    async for ref in stream:  # each item a batch of events (``HostActor.events``)
+        for event in decode(await ref, list[SessionEvent]):
+            yield event
