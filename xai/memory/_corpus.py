@@ -150,15 +150,18 @@ class EpisodeCorpus:
         weights: RecallWeights,
         *,
         nearest: Iterable[str] | None = None,
+        words: np.ndarray | None = None,
     ) -> list[PoolItem]:
         """The candidates of ``query``: the ``nearest`` episodes by meaning (exact here
-        when not given), the best by words, and their session neighbours."""
+        when not given), the best by words, and their session neighbours. ``words``:
+        ``self.lexical.scores(query)`` when already computed."""
         if not self._episodes:
             return []
         unit = _unit(vector)
         if nearest is None:
             nearest = [i for i, _ in self.nearest(unit, weights.depth)]
-        words = self.lexical.scores(query)
+        if words is None:
+            words = self.lexical.scores(query)
         seeds = dict.fromkeys(nearest)
         seeds.update(dict.fromkeys(i for i, _ in self.lexical.top_of(words, weights.depth)))
         rows = self._neighbourhood(
