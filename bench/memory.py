@@ -934,7 +934,7 @@ async def measure_level(
 STAGES = (
     ("embed_query", "query embedding (MiniLM, worker thread)"),
     ("fact_words", "facts' BM25 top"),
-    ("episode_words", "episodes' BM25 scores"),
+    ("episode_words", "episodes' BM25 scores and top"),
     ("fact_vectors", "stored vectors of the facts found by words (chromadb get)"),
     ("fact_nearest", "facts' HNSW query (depth)"),
     ("episode_nearest", "episodes' HNSW query (depth)"),
@@ -966,7 +966,7 @@ async def measure_stages(
     depth, corpus, n = weights.depth, episodes.corpus, len(queries)
     units = [np.asarray(v, dtype=np.float32) for v in vectors]
     fact_words = [dict(lexicon.top(q, depth)) for q in queries]
-    words = [corpus.lexical.scores(q) for q in queries]
+    words = [corpus.words(q, weights) for q in queries]
     nearest = [await episodes.nearest(v, depth) for v in vectors]
     facts = memory._state.facts
     pools: list[list[PoolItem]] = []
@@ -1005,7 +1005,7 @@ async def measure_stages(
         lexicon.top(queries[i % n], depth)
 
     async def episode_scores(i: int) -> None:
-        corpus.lexical.scores(queries[i % n])
+        corpus.words(queries[i % n], weights)
 
     async def pool(i: int) -> None:
         j = i % n

@@ -37,13 +37,13 @@ Embed: TypeAlias = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 class _Gathered:
     """What the first step finds: the query's vector, the facts' BM25 top with their
-    stored vectors, and the episodes' BM25 scores."""
+    stored vectors, and the episodes' BM25 scores and top; then the HNSW queries'."""
 
     def __init__(self) -> None:
         self.vector = np.zeros(0, dtype=np.float32)
         self.fact_words: dict[str, float] = {}
         self.stored: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0), dtype=np.float32))
-        self.episode_words: np.ndarray | None = None
+        self.episode_words: tuple[np.ndarray, list[str]] | None = None
         self.fact_nearest: list[tuple[str, float]] = []
         self.episode_nearest: list[str] = []
 
@@ -100,7 +100,7 @@ async def gather_and_rank(
             if got.fact_words:
                 group.start_soon(fetch, list(got.fact_words))
         if want_episodes and corpus is not None:
-            got.episode_words = corpus.lexical.scores(query)
+            got.episode_words = corpus.words(query, weights)
     async with _one_error(), anyio.create_task_group() as group:
         if want_facts:
             group.start_soon(nearest_facts)
