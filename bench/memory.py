@@ -895,6 +895,7 @@ async def measure_level(
     chroma_get: Latency | None = None
     cache_get: Latency | None = None
     cache_mb = 0.0
+    stages: dict[str, Latency] = {}
     if episodes is not None and len(episodes.corpus):
         weights = memory.config.recall
         pools = [
