@@ -63,9 +63,19 @@ The figures of the issue, on this machine, with the offline embedding model
    episodes together, and key ``episodes_vs_facts_only_search_p50_ratio`` is
    its p50 against the facts-only p50 of the same run. At that level it also
    times fetching a query's episode pool vectors from chromadb by id against
-   the in-memory float16 corpus (the choice ``EpisodeCorpus`` made).
+   the in-memory float16 corpus (the choice ``EpisodeCorpus`` made), and
+   times each step of one search alone (``STAGES``: the query embedding, both
+   BM25 tops, the word-found facts' stored vectors, both HNSW queries, the
+   episode pool, the fusion and ranking). ``search`` runs the first three side by
+   side and the two HNSW queries side by side, so key
+   ``search_vs_stages_sum_p50_ratio`` (the search's p50 against the sum of its
+   steps' p50s, all in this run) is what that overlap saves, and
+   ``embed_query_vs_search_p50_ratio`` is the embedder's share of a search.
    Each latency series takes ``--samples`` samples (200) or stops after
-   ``--max-seconds`` (8) once it has at least 20.
+   ``--max-seconds`` (8) once it has at least 20, and also reports the process
+   CPU time per call (every thread's), which a loaded machine inflates less
+   than wall time. ``--search-only`` skips the embedding and adjudication
+   figures (items 1 and 3).
 
 Every store lives in one temporary directory, deleted at the end. The run
 takes 4-5 minutes on a 2-core machine, half of it filling chromadb to 100,000
@@ -75,6 +85,7 @@ the load average is printed and reported.
     python bench/memory.py            # 10,000 / 100,000 facts, 1,000 candidates
     python bench/memory.py --quick    # 2,000 / 20,000 facts, 200 candidates
     python bench/memory.py --check    # exit 1 if a goal is not met
+    python bench/memory.py --search-only   # the store, search and prefix only
 
 The last line of output is one JSON object with the figures.
 """
