@@ -84,8 +84,9 @@ def test_one_text_runs_on_one_thread_and_gets_the_same_bits() -> None:
     from xai.memory import LocalMiniLM
 
     threaded = LocalMiniLM(cache_size=0, threads=2)
-    default = LocalMiniLM(cache_size=0)
-    for text in ("When is the user's birthday?", "tea", "", "Where does Ana's sister live?"):
+    default = local_minilm()  # loaded already: one model load less
+    texts = ("When is Zoltan's birthday, one-thread test?", "tea, one-thread test", "Q?")
+    for text in texts:
         assert default.embed_sync([text]) == threaded.embed_sync([text])
     assert default._single is not None and threaded._single is None
 
