@@ -78,6 +78,19 @@ def test_batches_sorted_by_length_keep_each_text_in_its_place() -> None:
         assert max(abs(x - y) for x, y in zip(got, expected, strict=True)) < 1e-5
 
 
+def test_one_text_runs_on_one_thread_and_gets_the_same_bits() -> None:
+    """A query (one text) runs on a one-thread session: the same vector, bit for bit,
+    as the multi-threaded session gives, for half the CPU."""
+    from xai.memory import LocalMiniLM
+
+    threaded = LocalMiniLM(cache_size=0, threads=2)
+    default = local_minilm()  # loaded already: one model load less
+    texts = ("When is Zoltan's birthday, one-thread test?", "tea, one-thread test", "Q?")
+    for text in texts:
+        assert default.embed_sync([text]) == threaded.embed_sync([text])
+    assert default._single is not None and threaded._single is None
+
+
 async def test_add_reinforce_and_promote_across_sessions(tmp_path: Path) -> None:
     clock = Clock()
     async with LongTermMemory(

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from xai.memory import EpisodeCorpus, PoolItem, RecallWeights, fuse, local_minilm, rank
-from xai.memory._recall import named_speaker
+from xai.memory._dates import day_of, question_windows
+from xai.memory._recall import _DATE_WEIGHT, _near_dates, named_speaker
 
 WEIGHTS = RecallWeights()
 pytestmark = pytest.mark.anyio
@@ -159,3 +160,25 @@ async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -
     assert {"a1", "a2", "a3"} <= {p.id for p in pool} and len(pool) <= 6
     corpus.discard("a2")
     assert "a2" not in corpus and [t.id for t in corpus.sessions["a"]] == ["a0", "a1", "a3", "a4"]
+
+
+def test_the_date_cue_weighs_each_moment_by_its_own_day() -> None:
+    """The date weights, computed once per day of the pool, are those of every moment's
+    own day, up to the microsecond ``day_of`` rounds to at midnight."""
+    windows = question_windows("What happened on 8 May 2023?")
+    midnight = dt.datetime(2023, 5, 24, tzinfo=dt.UTC).timestamp()  # a fortnight after
+    moments: list[float | None] = [
+        midnight - 4e-7,  # rounds up to 24 May: out of the window
+        midnight - 0.5,
+        midnight + 0.5,
+        midnight - 16 * 86_400 + 60,  # 8 May
+        midnight - 16 * 86_400 + 120,
+        midnight - 10 * 86_400,
+        None,
+    ]
+    expected = [
+        0.0 if m is None else max(_DATE_WEIGHT[w.precision] * w.weight(day_of(m)) for w in windows)
+        for m in moments
+    ]
+    assert _near_dates(moments, windows).tolist() == expected
+    assert expected[0] != expected[1]  # the edge case is one

@@ -143,6 +143,12 @@ class EpisodeCorpus:
         top = np.argsort(-cosines, kind="stable")[:n]
         return [(ids[i], float(cosines[i])) for i in top]
 
+    def words(self, query: str, weights: RecallWeights) -> tuple[np.ndarray, list[str]]:
+        """The BM25 score of every episode (by lexical row) and the ids of the ``depth``
+        best: all ``pool`` needs of the words, and none of it needs the query's vector."""
+        scores = self.lexical.scores(query)
+        return scores, [i for i, _ in self.lexical.top_of(scores, weights.depth)]
+
     def pool(
         self,
         query: str,
@@ -150,23 +156,25 @@ class EpisodeCorpus:
         weights: RecallWeights,
         *,
         nearest: Iterable[str] | None = None,
+        words: tuple[np.ndarray, Sequence[str]] | None = None,
     ) -> list[PoolItem]:
         """The candidates of ``query``: the ``nearest`` episodes by meaning (exact here
-        when not given), the best by words, and their session neighbours."""
+        when not given), the best by words, and their session neighbours. ``words``:
+        ``self.words(query, weights)`` when already computed."""
         if not self._episodes:
             return []
         unit = _unit(vector)
         if nearest is None:
             nearest = [i for i, _ in self.nearest(unit, weights.depth)]
-        words = self.lexical.scores(query)
+        scores, best = words if words is not None else self.words(query, weights)
         seeds = dict.fromkeys(nearest)
-        seeds.update(dict.fromkeys(i for i, _ in self.lexical.top_of(words, weights.depth)))
+        seeds.update(dict.fromkeys(best))
         rows = self._neighbourhood(
             np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
             weights.span,
         )
         cosines = np.asarray(self._vectors[rows], dtype=np.float32) @ unit
-        lexical = words[self._lexical_row[rows]]
+        lexical = scores[self._lexical_row[rows]]
         out: list[PoolItem] = []
         for row, c, w in zip(rows.tolist(), cosines.tolist(), lexical.tolist(), strict=True):
             e = self._by_row[row]

@@ -90,8 +90,13 @@ class LocalMiniLM:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._session: Any = None
+        self._single: Any = None
+        """A second session with one thread, for one text at a time (a query): splitting
+        a dozen tokens over threads costs more than it saves, twice the CPU for the same
+        vector (bit for bit), and on a busy machine a wait for the slower thread."""
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
+        self._model = Path()
 
     def _load(self) -> None:
         if self._session is not None:
@@ -103,7 +108,6 @@ class LocalMiniLM:
             # `$TMPDIR/.ses` and `~/.cache/Microsoft/DeveloperTools/deviceid` and tries to reach
             # Microsoft's collector. A local model stays local; set the variable to 0 to opt in.
             os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-            import onnxruntime
             from tokenizers import Tokenizer
 
             model = _locate(_MODEL_DIST, _MODEL_FILE)
@@ -113,15 +117,31 @@ class LocalMiniLM:
             tokenizer = Tokenizer.from_file(str(_locate(_TOKENIZER_DIST, _TOKENIZER_FILE)))
             tokenizer.enable_truncation(max_length=_MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
-            options = onnxruntime.SessionOptions()
-            if self._threads is not None:
-                options.intra_op_num_threads = self._threads
-            session = onnxruntime.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            self._model = model
+            session = self._new_session(self._threads)
             self._inputs = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session
+
+    def _new_session(self, threads: int | None) -> Any:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        return onnxruntime.InferenceSession(
+            str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def _session_for(self, texts: int) -> Any:
+        """The session to run ``texts`` texts on: one thread for a single text."""
+        if texts > 1 or self._threads is not None:
+            return self._session
+        if self._single is None:
+            with self._lock:
+                if self._single is None:
+                    self._single = self._new_session(1)
+        return self._single
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         with self._lock:
@@ -155,7 +175,7 @@ class LocalMiniLM:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            (hidden, *_) = self._session.run(None, feeds)
+            (hidden, *_) = self._session_for(len(chosen)).run(None, feeds)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -21,7 +21,7 @@ from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._store import IndexStore
 from xai.memory._types import Fact
 
-__all__ = ["VectorIndex", "open_index", "pages"]
+__all__ = ["VectorIndex", "cosines", "open_index", "pages"]
 
 _log = get_logger(__name__)
 COLLECTION = "facts"
@@ -73,6 +73,12 @@ def _chroma_embedding_function(embedder: Embedder) -> Any:
     if not isinstance(embedder, LocalMiniLM):
         return None  # other embedders: vectors are always passed explicitly
     return _minilm_function_class()(embedder)
+
+
+def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The cosine similarity of each row of ``matrix`` (float32) with ``query``."""
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    return np.asarray((matrix @ query) / np.clip(norms, 1e-12, None))
 
 
 def _metadata(fact: Fact) -> dict[str, str | int | float | bool]:
@@ -161,45 +167,24 @@ class VectorIndex:
             for row_ids, row in zip(ids, distances, strict=True)
         ]
 
-    async def nearest_and(
-        self,
-        vector: Sequence[float],
-        k: int,
-        also: Sequence[str],
-        *,
-        tiers: Sequence[str] | None = None,
-    ) -> dict[str, float]:
-        """Cosine similarity of the ``k`` nearest active facts, and of the facts ``also``
-        (when indexed), in one trip to the worker thread.
+    async def stored(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The stored vectors of the indexed ``ids`` as float32 rows, in the index's own
+        order (a subset of ``ids`` comes back in the same relative order).
 
-        The ``also`` vectors are fetched by id and compared here: an id-restricted
-        chromadb query scans the collection (72 ms at 100k facts, against 1.3 ms)."""
-        where: dict[str, Any] | None = {"tier": {"$in": list(tiers)}} if tiers else None
-        query = np.asarray(vector, dtype=np.float32)
+        Fetched by id and compared by the caller (``cosines``): an id-restricted chromadb
+        query scans the collection (72 ms at 100k facts, against 1.3 ms). Needs no query
+        vector, so ``search`` fetches them while the query is being embedded."""
+        wanted = list(ids)
 
-        def search() -> dict[str, float]:
-            out: dict[str, float] = {}
-            if k > 0:
-                found = self._collection.query(
-                    query_embeddings=[query.tolist()],
-                    n_results=k,
-                    where=where,
-                    include=["distances"],
-                )
-                ids = found["ids"][0] if found["ids"] else []
-                distances = found["distances"][0] if found["distances"] else []
-                out = {i: 1.0 - float(d) for i, d in zip(ids, distances, strict=True)}
-            missing = [i for i in also if i not in out]
-            if missing:
-                fetched = self._collection.get(ids=missing, include=["embeddings"])
-                if fetched["ids"]:
-                    matrix = np.asarray(fetched["embeddings"], dtype=np.float32)
-                    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-                    cosines = (matrix @ query) / np.clip(norms, 1e-12, None)
-                    out.update(zip(fetched["ids"], map(float, cosines), strict=True))
-            return out
+        def read() -> tuple[list[str], np.ndarray]:
+            fetched = self._collection.get(ids=wanted, include=["embeddings"])
+            if not fetched["ids"]:
+                return [], np.zeros((0, 0), dtype=np.float32)
+            return list(fetched["ids"]), np.asarray(fetched["embeddings"], dtype=np.float32)
 
-        return await anyio.to_thread.run_sync(search)
+        if not wanted:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return await anyio.to_thread.run_sync(read)
 
     async def versions(self) -> dict[str, int]:
         """Every indexed id and the fact version it holds."""

@@ -278,9 +278,8 @@ class LongTermMemory(Adjudication, Maintenance):
             weights = msgspec.structs.replace(
                 self.config.recall, lexical=self.config.lexical_weight
             )
-            (vector,) = await self.embedder.embed([query])
             return await search_hits(
-                query, vector, k, facts=self._state.facts, index=index,
+                query, self.embedder.embed, k, facts=self._state.facts, index=index,
                 lexicon=await self._lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
             )  # fmt: skip

@@ -36,6 +36,8 @@ conversations 5-9 are the held-out figures (docs/memory.md, bench/locomo_recall.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias
@@ -151,14 +153,38 @@ def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _talks_of_time(text: str) -> bool:
+    # Cached: the same episodes come back in pool after pool, and the search is costly.
+    return bool(_TIME_WORDS.search(text))
+
+
+def _date_weight(day: dt.date, windows: Sequence[DateWindow]) -> float:
+    return max(_DATE_WEIGHT[w.precision] * w.weight(day) for w in windows)
+
+
+_DAY_SECONDS = 86_400
+_EDGE = 1e-3
+"""Moments this close to midnight (UTC) get their day from ``day_of`` itself: it rounds
+to the microsecond."""
+
+
 def _near_dates(at: Sequence[float | None], windows: Sequence[DateWindow]) -> np.ndarray:
     out = np.zeros(len(at))
     if not windows:
         return out
+    by_day: dict[int, float] = {}  # a pool's episodes fall on a few days: one weight each
     for i, moment in enumerate(at):
-        if moment is not None:
-            day = day_of(moment)
-            out[i] = max(_DATE_WEIGHT[w.precision] * w.weight(day) for w in windows)
+        if moment is None:
+            continue
+        day = int(moment // _DAY_SECONDS)
+        if _EDGE < moment - day * _DAY_SECONDS < _DAY_SECONDS - _EDGE:
+            weight = by_day.get(day)
+            if weight is None:
+                weight = by_day[day] = _date_weight(day_of(moment), windows)
+        else:
+            weight = _date_weight(day_of(moment), windows)
+        out[i] = weight
     return out
 
 
@@ -186,7 +212,7 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
         scores += weight * spread * said
     if query.lower().lstrip().startswith("when"):
         talks_of_time = np.fromiter(
-            (p.kind == "episode" and bool(_TIME_WORDS.search(p.text)) for p in pool),
+            (p.kind == "episode" and _talks_of_time(p.text) for p in pool),
             dtype=bool,
             count=n,
         )
