@@ -14,6 +14,10 @@ costs the same at 600 turns and at 100k:
 3. **Cues** (episodes only; each in standard deviations of the pool's scores, so
    no cue depends on the embedder's or BM25's scale):
    - neighbours: each episode gains a share of its neighbours' base scores;
+   - answers: a turn that ends in a question passes a share of its (positive) base
+     score to the next turn when another speaker says it, its answer: a question
+     is found by the words the query shares with it, but the fact is in the reply
+     ("What gave you the idea?" / "I'm obsessed with those...");
    - speaker: when the query names exactly one known speaker, that speaker's
      episodes; a query that asks what *you* said favours the assistant's;
    - dates: a day, month or year the query names lifts episodes said in that
@@ -70,6 +74,8 @@ _REQUEST = re.compile(
     r"\b(can|could|would|will) you\b|\bdo you (know|remember|recall)\b|\bthank you\b", re.I
 )
 _YOU = re.compile(r"\b(you|your|yours|you've|you'd)\b", re.I)
+_ASKS = re.compile(r"\?\s*(\[[^\]]*\]\s*)?$")
+"""A turn that ends in a question (a bracketed note after it, such as an attachment's, aside)."""
 ASSISTANT = "assistant"
 
 
@@ -101,6 +107,9 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """Share of BM25 in the base score (the rest is cosine similarity), both z-scored."""
     neighbours: tuple[float, ...] = (0.3, 0.1)
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
+    answer: float = 0.5
+    """Share of a question's positive base score that moves to its answer (the next
+    turn, another speaker's): the answer gains it and the question loses it."""
     speaker: float = 0.5
     you: float = 1.0
     """The speaker cue when the query asks what *you* (the assistant) said: a question
@@ -178,6 +187,8 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
             j = sessions.at(step)
             found = j >= 0
             scores[found] += share * base[j[found]]
+    if weights.answer > 0:
+        _answers(pool, base, scores, sessions, weights.answer)
     spread = float(scores.std()) or 1.0
     speaker = named_speaker(query, {p.speaker for p in pool if p.kind == "episode"})
     if speaker is not None:
@@ -195,6 +206,19 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
     if windows:
         scores += weights.date * spread * _near_dates([p.at for p in pool], windows) * episode
     return _boost_sessions(scores, sessions, weights)
+
+
+def _answers(
+    pool: Sequence[PoolItem], base: np.ndarray, scores: np.ndarray, sessions: _Sessions, share: float
+) -> None:
+    """Move ``share`` of each question's positive base score to its answer (in place)."""
+    before = sessions.at(-1)
+    for i in np.flatnonzero(before >= 0).tolist():
+        asked = pool[int(before[i])]
+        if asked.speaker != pool[i].speaker and _ASKS.search(asked.text):
+            moved = share * max(float(base[before[i]]), 0.0)
+            scores[i] += moved
+            scores[before[i]] -= moved
 
 
 class _Sessions:
