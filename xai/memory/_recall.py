@@ -209,7 +209,11 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
 
 
 def _answers(
-    pool: Sequence[PoolItem], base: np.ndarray, scores: np.ndarray, sessions: _Sessions, share: float
+    pool: Sequence[PoolItem],
+    base: np.ndarray,
+    scores: np.ndarray,
+    sessions: _Sessions,
+    share: float,
 ) -> None:
     """Move ``share`` of each question's positive base score to its answer (in place)."""
     before = sessions.at(-1)
