@@ -218,12 +218,28 @@ def _answers(
 ) -> None:
     """Move ``share`` of each question's positive base score to its answer (in place)."""
     before = sessions.at(-1)
-    for i in np.flatnonzero(before >= 0).tolist():
-        asked = pool[int(before[i])]
-        if asked.speaker != pool[i].speaker and _ASKS.search(asked.text):
-            moved = share * max(float(base[before[i]]), 0.0)
-            scores[i] += moved
-            scores[before[i]] -= moved
+    answers = np.flatnonzero(before >= 0)
+    if not len(answers):
+        return
+    asked = before[answers]
+    replied = np.fromiter(
+        (
+            pool[a].speaker != pool[q].speaker and _asks(pool[q].text)
+            for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
+        ),
+        dtype=bool,
+        count=len(answers),
+    )
+    answers, asked = answers[replied], asked[replied]
+    moved = share * np.maximum(base[asked], 0.0)
+    scores[answers] += moved
+    scores[asked] -= moved  # a question has one next turn: no index repeats
+
+
+def _asks(text: str) -> bool:
+    """Whether a turn ends in a question (a bracketed note after it aside)."""
+    tail = text.rstrip()
+    return tail.endswith("?") or (tail.endswith("]") and bool(_ASKS.search(tail)))
 
 
 class _Sessions:
@@ -255,11 +271,15 @@ class _Sessions:
         last = np.ones(len(keys), dtype=bool)
         last[:-1] = keys[1:] != keys[:-1]
         self._keys, self._index = keys[last], order[last]
+        self._at: dict[int, np.ndarray] = {}
 
     def at(self, step: int) -> np.ndarray:
         """For each item, the pool index of the episode ``step`` away in its session
-        (-1 for none, and for every item that is not an episode)."""
-        out = np.full(len(self.key), -1, dtype=np.int64)
+        (-1 for none, and for every item that is not an episode). Kept: do not modify."""
+        found = self._at.get(step)
+        if found is not None:
+            return found
+        out = self._at[step] = np.full(len(self.key), -1, dtype=np.int64)
         if not len(self._keys):
             return out
         wanted = self.key + step
