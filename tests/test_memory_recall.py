@@ -100,7 +100,7 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     reply = _episode("reply", "s1", 4, dense=0.30, text="I love them, they cheer people up.")
     seen = _episode("seen", "s2", 0, dense=0.40, text="The bowl turned out well.")
     pool = [asked, reply, seen, *_filler()]
-    cue = msgspec.structs.replace(WEIGHTS, neighbours=(), session=0.0)  # this cue alone
+    cue = msgspec.structs.replace(WEIGHTS, neighbours=(), session=0.0, answer=0.5)  # it alone
     scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
     off = msgspec.structs.replace(cue, answer=0.0)
     before = dict(zip((p.id for p in pool), fuse("q", pool, off), strict=True))

@@ -14,10 +14,12 @@ costs the same at 600 turns and at 100k:
 3. **Cues** (episodes only; each in standard deviations of the pool's scores, so
    no cue depends on the embedder's or BM25's scale):
    - neighbours: each episode gains a share of its neighbours' base scores;
-   - answers: a turn that ends in a question passes a share of its (positive) base
-     score to the next turn when another speaker says it, its answer: a question
-     is found by the words the query shares with it, but the fact is in the reply
-     ("What gave you the idea?" / "I'm obsessed with those...");
+   - answers (off by default, ``answer=0``): a turn that ends in a question passes
+     a share of its (positive) base score to the next turn when another speaker
+     says it, its answer: a question is found by the words the query shares with
+     it, but between two people the fact is often in the reply ("What gave you the
+     idea?" / "I'm obsessed with those..."). Off because it does not carry over: a
+     user asking an assistant puts their own facts in the question;
    - speaker: when the query names exactly one known speaker, that speaker's
      episodes; a query that asks what *you* said favours the assistant's;
    - dates: a day, month or year the query names lifts episodes said in that
@@ -32,8 +34,7 @@ costs the same at 600 turns and at 100k:
    and the episodes it was drawn from take one slot of the ``k`` (two facts drawn
    from one turn take two). A fact
    with no evidence in the pool keeps its own score. (On LoCoMo 0-4 through the Agent,
-   where every user turn is also a fact: 81.9 -> 82.6 recall@10; the answers cue
-   then took the retrieval to 83.9.)
+   where every user turn is also a fact: 81.9 -> 82.6 recall@10.)
 
 The weights (``RecallWeights``) were chosen on LoCoMo conversations 0-4 only;
 conversations 5-9 are the held-out figures (docs/memory.md, bench/locomo_recall.py).
@@ -108,9 +109,11 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """Share of BM25 in the base score (the rest is cosine similarity), both z-scored."""
     neighbours: tuple[float, ...] = (0.3, 0.1)
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
-    answer: float = 0.5
+    answer: float = 0.0
     """Share of a question's positive base score that moves to its answer (the next
-    turn, another speaker's): the answer gains it and the question loses it."""
+    turn, another speaker's): the answer gains it and the question loses it. 0.5
+    took LoCoMo 0-4 from 82.6 to 83.9 and 5-9 from 78.5 to 79.1, but the held-out
+    LongMemEval-shaped bench (user and assistant) from 76.3 to 68.0: off by default."""
     speaker: float = 0.5
     you: float = 1.0
     """The speaker cue when the query asks what *you* (the assistant) said: a question
