@@ -95,6 +95,35 @@ def test_an_episode_is_lifted_by_its_neighbours_in_the_session() -> None:
     assert _best("q", [alone, answer, far, *_filler()], msgspec.structs.replace(WEIGHTS, session=0)) == "alone"  # fmt: skip
 
 
+def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
+    # The query shares words with Ben's question; the fact is in Ana's reply.
+    asked = _episode("asked", "s1", 3, dense=0.60, speaker="Ben", text="Why the colours?")
+    reply = _episode("reply", "s1", 4, dense=0.30, text="I love them, they cheer people up.")
+    seen = _episode("seen", "s2", 0, dense=0.40, text="The bowl turned out well.")
+    pool = [asked, reply, seen, *_filler()]
+    cue = msgspec.structs.replace(WEIGHTS, neighbours=(), session=0.0, answer=0.5)  # it alone
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
+    off = msgspec.structs.replace(cue, answer=0.0)
+    before = dict(zip((p.id for p in pool), fuse("q", pool, off), strict=True))
+    assert before["reply"] < before["seen"] < before["asked"]
+    assert scores["reply"] > scores["seen"]  # lifted past a better-matching turn
+    assert scores["asked"] < before["asked"]  # and the question gave it up
+    # only a question, and only to another speaker's next turn
+    for changed in (
+        msgspec.structs.replace(asked, text="Nice colours."),
+        msgspec.structs.replace(asked, speaker="Ana"),
+        msgspec.structs.replace(asked, seq=1),
+    ):
+        pool = [changed, reply, seen, *_filler()]
+        scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
+        assert scores["reply"] < scores["seen"]
+    # a note after the question mark (an attachment) still leaves it a question
+    noted = msgspec.structs.replace(asked, text="Why the colours? [shares a photo: a bowl]")
+    pool = [noted, reply, seen, *_filler()]
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
+    assert scores["reply"] > scores["seen"]
+
+
 def test_the_sessions_holding_the_best_episodes_are_boosted() -> None:
     top = _episode("top", "s1", 0, dense=0.9)
     same_session = _episode("same", "s1", 10, dense=0.3)
