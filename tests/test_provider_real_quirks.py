@@ -7,6 +7,8 @@ real ``openai`` client against it, so CI keeps the fix without a real model.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -217,3 +219,17 @@ def test_a_tool_choice_must_name_a_tool() -> None:
         Query(provider, tools=ToolSet([lookup]), config=QueryConfig(tool_choice="other"))
     with pytest.raises(ConfigurationError, match="needs at least one tool"):
         Query(provider, config=QueryConfig(tool_choice="required"))
+
+
+def test_a_provider_leaves_no_half_imported_httpx_for_its_requests() -> None:
+    # chromadb imports httpx in a worker thread when a memory opens; the SDK looks httpx up
+    # in sys.modules on every request and found it half-imported. A provider imports it whole.
+    code = (
+        "import sys\n"
+        "from xai.config import LLMConfig\n"
+        "from xai.providers import OpenAIProvider\n"
+        "OpenAIProvider(LLMConfig(model='m', base_url='http://127.0.0.1:9/v1'))\n"
+        "assert hasattr(sys.modules.get('httpx'), 'Timeout'), 'httpx not imported whole'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

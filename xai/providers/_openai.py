@@ -7,6 +7,7 @@ never happens after any part of an answer has been handed on.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
@@ -181,6 +182,19 @@ def error_for_status(
     return BadRequestError(text, status_code=status)
 
 
+def _import_legacy_httpx() -> None:
+    """Import ``httpx`` (chromadb's HTTP client) here, on the caller's thread, if installed.
+
+    On every request the SDK looks ``httpx`` up in ``sys.modules`` to recognise its types.
+    When a memory opens its chromadb store in a worker thread, that thread imports ``httpx``,
+    and a request meanwhile found the half-imported module: ``partially initialized module
+    'httpx' has no attribute 'Timeout'`` failed the first extractions of ``xai eval``. Imported
+    here it is whole before any worker starts (or this waits for the worker's import).
+    """
+    with contextlib.suppress(ImportError):
+        import httpx  # noqa: F401
+
+
 def to_wire_tool_choice(choice: str) -> str | dict[str, Any]:
     """``"required"`` and ``"none"`` as they are; a tool's name as the named-function form."""
     if choice in ("required", "none"):
@@ -266,6 +280,7 @@ class OpenAIProvider:
     ) -> None:
         import openai
 
+        _import_legacy_httpx()
         config = (config if config is not None else LLMConfig.from_env()).validated()
         self._config = config
         assert config.model is not None  # validated() guarantees it
