@@ -110,7 +110,7 @@ def test_credential_headers_are_masked_in_repr_and_logs(json_logs: io.StringIO) 
 
 def test_repr_shows_no_headers_field_when_there_are_none() -> None:
     assert "extra_headers" not in repr(LLMConfig(model="m"))
-    assert repr(LLMConfig(model="m")).endswith("max_retries=2, stream=True)")
+    assert repr(LLMConfig(model="m")).endswith("max_retries=2, request_limit=600.0, stream=True)")
 
 
 def test_embedding_headers_fall_back_to_the_llm_ones_only_for_the_same_endpoint() -> None:
