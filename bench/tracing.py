@@ -14,9 +14,9 @@ Variant ``api`` gives the Query a ``Telemetry`` on OpenTelemetry's no-op provide
 xai's side of the work (its attribute dicts, context switches and API calls) with
 none of the SDK's, so ``on`` against ``api`` is what the SDK itself costs.
 
-The variants run in the same child process, in alternating blocks of 10
-exchanges (two Queries on one provider), so a machine that gets busier or quieter
-moves both alike; ``--repeats`` fresh processes do that, and the ratio reported is
+The variants run in the same child process, in alternating blocks of 2
+exchanges (four Queries on one provider), so a machine that gets busier or quieter
+moves them alike; ``--repeats`` fresh processes do that, and the ratio reported is
 the median of their ratios.
 
     python bench/tracing.py            # 300 runs per variant x 3 processes
@@ -68,8 +68,9 @@ GOAL_RATIO = 1.10
 DEFAULT_MAX_SECONDS = 16.0
 MIN_RUNS = 20
 SPANS_PER_EXCHANGE = 3
-BLOCK = 10
-"""Exchanges per variant before switching to the other."""
+BLOCK = 2
+"""Exchanges per variant before switching to the next: small, so load that comes and goes
+hits every variant alike."""
 
 
 class Dropped(SpanExporter):
@@ -96,8 +97,8 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def run(base_url: str, plan: Plan) -> Pair:
-    """Both variants in one process, in alternating blocks of ``BLOCK`` exchanges, so a
-    machine that gets busier or quieter meanwhile moves both alike."""
+    """Every variant in one process, in alternating blocks of ``BLOCK`` exchanges, so a
+    machine that gets busier or quieter meanwhile moves them alike."""
     provider = xai.OpenAIProvider(
         xai.LLMConfig(model=MODEL, base_url=base_url, api_key="bench", max_retries=0)
     )
