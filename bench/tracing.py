@@ -10,10 +10,13 @@ but the processor's thread is: ``time.process_time()`` counts every thread) and 
 ``MeterProvider`` with an in-memory reader. Each exchange then makes two ``chat``
 spans, one ``execute_tool`` span and six histogram records. Variant ``spans`` is
 ``on`` with the metrics left to a no-op ``MeterProvider``: what the spans alone cost.
+Variant ``api`` gives the Query a ``Telemetry`` on OpenTelemetry's no-op providers:
+xai's side of the work (its attribute dicts, context switches and API calls) with
+none of the SDK's, so ``on`` against ``api`` is what the SDK itself costs.
 
-The variants run in the same child process, in alternating blocks of 10
-exchanges (two Queries on one provider), so a machine that gets busier or quieter
-moves both alike; ``--repeats`` fresh processes do that, and the ratio reported is
+The variants run in the same child process, in alternating blocks of 2
+exchanges (four Queries on one provider), so a machine that gets busier or quieter
+moves them alike; ``--repeats`` fresh processes do that, and the ratio reported is
 the median of their ratios.
 
     python bench/tracing.py            # 300 runs per variant x 3 processes
@@ -43,6 +46,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import NoOpTracerProvider
 from overhead import (
     MODEL,
     PROMPT,
@@ -57,15 +61,16 @@ from overhead import (
 import xai
 from xai.telemetry import Telemetry
 
-Variant = Literal["off", "spans", "on"]
-VARIANTS: tuple[Variant, ...] = ("off", "spans", "on")
+Variant = Literal["off", "api", "spans", "on"]
+VARIANTS: tuple[Variant, ...] = ("off", "api", "spans", "on")
 
 GOAL_RATIO = 1.10
-DEFAULT_MAX_SECONDS = 12.0
+DEFAULT_MAX_SECONDS = 16.0
 MIN_RUNS = 20
 SPANS_PER_EXCHANGE = 3
-BLOCK = 10
-"""Exchanges per variant before switching to the other."""
+BLOCK = 2
+"""Exchanges per variant before switching to the next: small, so load that comes and goes
+hits every variant alike."""
 
 
 class Dropped(SpanExporter):
@@ -86,13 +91,14 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
     """What one child process reports: every variant, measured interleaved."""
 
     off: Figures
+    api: Figures
     spans: Figures
     on: Figures
 
 
 async def run(base_url: str, plan: Plan) -> Pair:
-    """Both variants in one process, in alternating blocks of ``BLOCK`` exchanges, so a
-    machine that gets busier or quieter meanwhile moves both alike."""
+    """Every variant in one process, in alternating blocks of ``BLOCK`` exchanges, so a
+    machine that gets busier or quieter meanwhile moves them alike."""
     provider = xai.OpenAIProvider(
         xai.LLMConfig(model=MODEL, base_url=base_url, api_key="bench", max_retries=0)
     )
@@ -102,10 +108,12 @@ async def run(base_url: str, plan: Plan) -> Pair:
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
     spans_only = Telemetry(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
+    api_only = Telemetry(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
     try:
         async with provider:
             queries: dict[Variant, xai.Query] = {
                 "off": xai.Query(provider, tools=[lookup]),
+                "api": xai.Query(provider, tools=[lookup], telemetry=api_only),
                 "spans": xai.Query(provider, tools=[lookup], telemetry=spans_only),
                 "on": xai.Query(provider, tools=[lookup], telemetry=telemetry),
             }
@@ -160,7 +168,7 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
             wall_ms_per_run=wall[variant] * 1000 / runs,
         )
 
-    return Pair(off=figures("off"), spans=figures("spans"), on=figures("on"))
+    return Pair(off=figures("off"), api=figures("api"), spans=figures("spans"), on=figures("on"))
 
 
 def child(base_url: str, plan: Plan) -> int:
@@ -190,10 +198,12 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         for round_ in range(repeats):
             pair = run_child(base_url, plan)
             results["off"].append(pair.off)
+            results["api"].append(pair.api)
             results["spans"].append(pair.spans)
             results["on"].append(pair.on)
             print(
-                f"  process {round_ + 1}: off {pair.off.cpu_ms_per_run:.3f} / spans "
+                f"  process {round_ + 1}: off {pair.off.cpu_ms_per_run:.3f} / api "
+                f"{pair.api.cpu_ms_per_run:.3f} / spans "
                 f"{pair.spans.cpu_ms_per_run:.3f} / on "
                 f"{pair.on.cpu_ms_per_run:.3f} ms CPU/run, off {pair.off.wall_ms_per_run:.3f} "
                 f"/ on {pair.on.wall_ms_per_run:.3f} ms wall/run ({pair.on.runs} runs each)"
@@ -218,12 +228,17 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         b.wall_ms_per_run / a.wall_ms_per_run
         for a, b in zip(results["off"], results["on"], strict=True)
     )
-    spans_ratio = statistics.median(
-        b.cpu_ms_per_run / a.cpu_ms_per_run
-        for a, b in zip(results["off"], results["spans"], strict=True)
-    )
+
+    def cpu_ratio_of(variant: Variant) -> float:
+        return statistics.median(
+            b.cpu_ms_per_run / a.cpu_ms_per_run
+            for a, b in zip(results["off"], results[variant], strict=True)
+        )
+
+    spans_ratio, api_ratio = cpu_ratio_of("spans"), cpu_ratio_of("api")
     met = cpu_ratio <= GOAL_RATIO
     print(f"tracing off: {off_cpu:.3f} ms CPU/run, {off_wall:.3f} ms wall/run")
+    print(f"no-op API:   {median('api'):.3f} ms CPU/run (api/off CPU ratio {api_ratio:.3f})")
     print(f"spans only:  {median('spans'):.3f} ms CPU/run (spans/off CPU ratio {spans_ratio:.3f})")
     print(f"tracing on:  {on_cpu:.3f} ms CPU/run, {on_wall:.3f} ms wall/run")
     print(
@@ -235,6 +250,8 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         "off_cpu_ms_per_run": round(off_cpu, 4),
         "on_cpu_ms_per_run": round(on_cpu, 4),
         "on_vs_off_cpu_ratio": round(cpu_ratio, 4),
+        "api_cpu_ms_per_run": round(median("api"), 4),
+        "api_vs_off_cpu_ratio": round(api_ratio, 4),
         "spans_cpu_ms_per_run": round(median("spans"), 4),
         "spans_vs_off_cpu_ratio": round(spans_ratio, 4),
         "off_wall_ms_per_run": round(off_wall, 4),

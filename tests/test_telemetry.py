@@ -14,6 +14,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, Sampler
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
@@ -34,9 +35,9 @@ pytestmark = pytest.mark.anyio
 class Traces:
     """A tracer and a meter provider of the SDK, kept in memory."""
 
-    def __init__(self, *, capture_content: bool = False) -> None:
+    def __init__(self, *, capture_content: bool = False, sampler: Sampler | None = None) -> None:
         self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
+        self.tracer_provider = TracerProvider(sampler=sampler)
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
@@ -253,6 +254,29 @@ async def test_token_usage_and_duration_histograms_follow_the_conventions(
     assert attrs(chat)["server.address"] == "127.0.0.1"
     assert attrs(chat)["server.port"] == openai_server.port
     assert attrs(chat)["gen_ai.response.id"].startswith("chatcmpl-")
+
+
+async def test_spans_sampled_out_still_leave_every_metric_record_with_its_own_error() -> None:
+    # xai builds each request's metric attributes once and skips span attributes nobody
+    # records: the records must not depend on sampling, nor one request's error leak into
+    # the attribute set of the next.
+    traces = Traces(sampler=ALWAYS_OFF)
+    provider = ScriptedProvider(
+        [Reply(text="one"), Reply(fault=HttpError(status=400, message="bad")), Reply(text="two")]
+    )
+    try:
+        for _ in range(3):
+            await Query(provider, telemetry=traces.telemetry).run((), "hi")
+        assert traces.spans() == []
+        _, points = traces.histogram("gen_ai.client.operation.duration")
+        counts = {dict(p.attributes or {}).get("error.type"): p.count for p in points}
+        assert counts == {None: 2, "BadRequestError": 1}
+        _, tokens = traces.histogram("gen_ai.client.token.usage")
+        by_type = {dict(p.attributes or {})["gen_ai.token.type"]: p.count for p in tokens}
+        assert by_type == {"input": 2, "output": 2}
+        assert all("error.type" not in dict(p.attributes or {}) for p in tokens)
+    finally:
+        traces.close()
 
 
 # -- contents: opt-in, redacted --------------------------------------------------------------

@@ -23,7 +23,6 @@ Metrics: ``gen_ai.client.operation.duration`` (s) and ``gen_ai.client.token.usag
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import importlib.metadata
 import os
@@ -166,8 +165,8 @@ class Telemetry:
         )
         self.capture_content = _capture_from_env() if capture_content is None else capture_content
         self._agent: dict[str, Any] = {}
-        # Provider attributes by provider (they are asked for on every request).
-        self._clients: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+        # What the requests to each provider share (worked out on its first request).
+        self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
 
     def for_agent(self, agent_id: str, name: str) -> Telemetry:
         """The same providers, for the Sessions of one Agent: their turns are
@@ -192,41 +191,46 @@ class Telemetry:
     ) -> Span:
         return self._tracer.start_span(name, parent, kind, attributes)
 
+    def _root(self, name: str, attributes: dict[str, Any]) -> tuple[Span, Context]:
+        """A span that starts a trace of its own (the Agent's background work, not caused
+        by whatever is current), naming the Agent; and the empty context it hangs from."""
+        root = Context()
+        return self._start(name, {**attributes, **self._agent}, root), root
+
     # -- Query: model requests and tool calls ----------------------------------------
 
-    def _provider_attributes(self, client: ModelClient) -> dict[str, Any]:
-        """``gen_ai.provider.name``, ``server.address``, ``server.port`` (a fresh dict)."""
+    def _client(self, client: ModelClient) -> _Client:
+        """What every request to ``client`` shares, worked out once per provider."""
         try:
             known = self._clients.get(client)
         except TypeError:  # not weakly referable: worked out each time
-            known = None
+            return _Client(client)
         if known is None:
-            known = {PROVIDER: getattr(client, "provider_name", None) or "openai"}
-            server = server_of(getattr(client, "base_url", None))
-            if server is not None:
-                known[SERVER_ADDRESS], known[SERVER_PORT] = server
-            with contextlib.suppress(TypeError):
-                self._clients[client] = known
-        return dict(known)
+            known = self._clients[client] = _Client(client)
+        return known
 
     def chat(self, client: ModelClient, request: ChatRequest) -> ChatSpan:
         """``chat {model}``: one model request, from submit to the end of its stream."""
         model = request.model or client.model
-        common = self._provider_attributes(client)
-        common[OPERATION] = "chat"
-        common[REQUEST_MODEL] = model
-        attributes = dict(common)
-        attributes["gen_ai.request.stream"] = True
-        if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
-        if request.response_format is not None:
-            attributes["gen_ai.output.type"] = "json"
-        if self.capture_content:
-            attributes["gen_ai.input.messages"] = input_messages(request.messages)
-        span = self._start(f"chat {model}", attributes, kind=SpanKind.CLIENT)
-        return ChatSpan(self, span, common)
+        known = self._client(client)
+        attributes = known.chat_attributes(model)
+        if (
+            request.max_tokens is not None
+            or request.temperature is not None
+            or request.response_format is not None
+            or self.capture_content
+        ):
+            attributes = dict(attributes)  # the shared one is never changed
+            if request.max_tokens is not None:
+                attributes["gen_ai.request.max_tokens"] = request.max_tokens
+            if request.temperature is not None:
+                attributes["gen_ai.request.temperature"] = request.temperature
+            if request.response_format is not None:
+                attributes["gen_ai.output.type"] = "json"
+            if self.capture_content:
+                attributes["gen_ai.input.messages"] = input_messages(request.messages)
+        span = self._tracer.start_span(f"chat {model}", None, SpanKind.CLIENT, attributes)
+        return ChatSpan(self, span, known, model)
 
     def tool(self, call: ToolCall, description: str | None = None) -> ToolSpan:
         """``execute_tool {name}``: one tool call, made current while the tool runs."""
@@ -258,7 +262,7 @@ class Telemetry:
         an ``invoke_agent`` span when the Session is an Agent's."""
         outer: Span | None = None
         if self._agent:
-            attributes = self._provider_attributes(client)
+            attributes = dict(self._client(client).provider)
             attributes[OPERATION] = "invoke_agent"
             attributes[REQUEST_MODEL] = client.model
             attributes[CONVERSATION] = session_id
@@ -294,26 +298,82 @@ class Telemetry:
 
     def adjudication(self, session_id: str | None, candidates: int) -> AdjudicationSpan:
         """The Agent deciding ``candidates`` memory candidates: a trace of its own."""
-        attributes: dict[str, Any] = {"xai.adjudication.candidates": candidates, **self._agent}
+        attributes: dict[str, Any] = {"xai.adjudication.candidates": candidates}
         if session_id:
             attributes["xai.session.id"] = session_id
-        root = Context()
-        return AdjudicationSpan(self._start("xai.agent.adjudication", attributes, root), root)
+        return AdjudicationSpan(*self._root("xai.agent.adjudication", attributes))
 
     def wakeup(self, wakeup_id: str, reason: str) -> Operation:
         """A wake-up firing: a trace of its own, the turn it starts nests under it."""
-        attributes = {"xai.wakeup.id": wakeup_id, "xai.wakeup.reason": reason, **self._agent}
-        root = Context()
-        return Operation(self._start("xai.agent.wakeup", attributes, root), root)
+        attributes = {"xai.wakeup.id": wakeup_id, "xai.wakeup.reason": reason}
+        return Operation(*self._root("xai.agent.wakeup", attributes))
 
-    def _record_duration(self, seconds: float, attributes: dict[str, Any]) -> None:
-        self._duration.record(seconds, attributes)
 
-    def _record_tokens(self, usage: Usage, attributes: dict[str, Any]) -> None:
-        self._token_usage.record(usage.prompt_tokens, {**attributes, "gen_ai.token.type": "input"})
-        self._token_usage.record(
-            usage.completion_tokens, {**attributes, "gen_ai.token.type": "output"}
-        )
+class _Client:
+    """The attributes every request to one provider shares, built once and never changed
+    after, so they are handed to the SDK as they are: the provider's own, the ``chat``
+    span's start by model, and the metric records' sets by model, response model and error."""
+
+    __slots__ = ("_chat", "_metrics", "provider")
+
+    _MAX_SETS = 256
+    """Attribute sets kept per provider; past it (models by the hundred) they are built
+    each time, not kept."""
+
+    def __init__(self, client: ModelClient) -> None:
+        self.provider: dict[str, Any] = {
+            PROVIDER: getattr(client, "provider_name", None) or "openai"
+        }
+        server = server_of(getattr(client, "base_url", None))
+        if server is not None:
+            self.provider[SERVER_ADDRESS], self.provider[SERVER_PORT] = server
+        self._chat: dict[str, dict[str, Any]] = {}
+        self._metrics: dict[tuple[str, str | None, str | None], _MetricAttributes] = {}
+
+    def chat_attributes(self, model: str) -> dict[str, Any]:
+        known = self._chat.get(model)
+        if known is None:
+            known = {
+                **self.provider,
+                OPERATION: "chat",
+                REQUEST_MODEL: model,
+                "gen_ai.request.stream": True,
+            }
+            if len(self._chat) < self._MAX_SETS:
+                self._chat[model] = known
+        return known
+
+    def metric_attributes(
+        self, model: str, response_model: str | None, error_type: str | None
+    ) -> _MetricAttributes:
+        key = (model, response_model, error_type)
+        known = self._metrics.get(key)
+        if known is None:
+            known = _MetricAttributes(self.provider, model, response_model, error_type)
+            if len(self._metrics) < self._MAX_SETS:
+                self._metrics[key] = known
+        return known
+
+
+class _MetricAttributes:
+    """The attributes of one request's records: the duration's and each token type's."""
+
+    __slots__ = ("duration", "input", "output")
+
+    def __init__(
+        self,
+        provider: dict[str, Any],
+        model: str,
+        response_model: str | None,
+        error_type: str | None,
+    ) -> None:
+        self.duration: dict[str, Any] = {**provider, OPERATION: "chat", REQUEST_MODEL: model}
+        if response_model:
+            self.duration[RESPONSE_MODEL] = response_model
+        if error_type is not None:
+            self.duration[ERROR_TYPE] = error_type
+        self.input = {**self.duration, "gen_ai.token.type": "input"}
+        self.output = {**self.duration, "gen_ai.token.type": "output"}
 
 
 class Operation:
@@ -363,12 +423,14 @@ class Operation:
 
 
 class ChatSpan(Operation):
-    __slots__ = ("_common", "_started", "_telemetry")
+    __slots__ = ("_client", "_model", "_response_model", "_started", "_telemetry")
 
-    def __init__(self, telemetry: Telemetry, span: Span, common: dict[str, Any]) -> None:
+    def __init__(self, telemetry: Telemetry, span: Span, client: _Client, model: str) -> None:
         super().__init__(span)
         self._telemetry = telemetry
-        self._common = common
+        self._client = client
+        self._model = model
+        self._response_model: str | None = None
         self._started = time.perf_counter()
 
     def finish(
@@ -381,9 +443,18 @@ class ChatSpan(Operation):
         response_id: str | None = None,
     ) -> None:
         """The answer came: what the model said it did and what it cost."""
+        self._response_model = response_model
+        if usage is not None:
+            metric = self._client.metric_attributes(self._model, response_model, None)
+            record = self._telemetry._token_usage.record
+            record(usage.prompt_tokens, metric.input)
+            record(usage.completion_tokens, metric.output)
+        span = self.span
+        if not span.is_recording():  # sampled out: attributes would be dropped anyway
+            return
         attributes: dict[str, Any] = {"gen_ai.response.finish_reasons": (finish_reason,)}
         if response_model:
-            attributes[RESPONSE_MODEL] = self._common[RESPONSE_MODEL] = response_model
+            attributes[RESPONSE_MODEL] = response_model
         if response_id:
             attributes["gen_ai.response.id"] = response_id
         if usage is not None:
@@ -393,16 +464,13 @@ class ChatSpan(Operation):
                 attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
             if usage.cached_tokens:
                 attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
-            self._telemetry._record_tokens(usage, self._common)
         if self._telemetry.capture_content:
             attributes["gen_ai.output.messages"] = output_messages(message, finish_reason)
-        self.span.set_attributes(attributes)
+        span.set_attributes(attributes)
 
     def _closing(self) -> None:
-        attributes = self._common
-        if self.error_type is not None:
-            attributes = {**attributes, ERROR_TYPE: self.error_type}
-        self._telemetry._record_duration(time.perf_counter() - self._started, attributes)
+        metric = self._client.metric_attributes(self._model, self._response_model, self.error_type)
+        self._telemetry._duration.record(time.perf_counter() - self._started, metric.duration)
 
 
 class ToolSpan(Operation):
@@ -432,12 +500,15 @@ class TurnSpan(Operation):
     def outcome(self, outcome: TurnOutcome | None) -> None:
         if outcome is None:
             return
-        spans = (self.span,) if self._outer is None else (self.span, self._outer)
-        for span in spans:
-            span.set_attribute("xai.turn", outcome.turn)
-            span.set_attribute("xai.turn.status", outcome.status.value)
-            span.set_attribute("gen_ai.usage.input_tokens", outcome.usage.prompt_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", outcome.usage.completion_tokens)
+        attributes = {
+            "xai.turn": outcome.turn,
+            "xai.turn.status": outcome.status.value,
+            "gen_ai.usage.input_tokens": outcome.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": outcome.usage.completion_tokens,
+        }
+        self.span.set_attributes(attributes)
+        if self._outer is not None:
+            self._outer.set_attributes(attributes)
         if outcome.error is not None:
             self.fail(outcome.error.type, outcome.error.message)
 
