@@ -96,9 +96,8 @@ def formats(server: OpenAIWireServer) -> list[str]:
 async def test_a_500_naming_the_format_falls_back_to_json_object(
     openai_server: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
-    openai_server.script.add_responder(
-        refuses("json_schema", answer='{"city": "Porto", "population": 231000}')
-    )
+    openai_server.refuse_formats = ("json_schema",)  # the server's own quirk option
+    openai_server.push(Reply(text='{"city": "Porto", "population": 231000}'))
     parsed, result = await ask_structured(provider, [UserMessage(content="North?")], Answer)
     assert parsed.ok and parsed.value == Answer("Porto", 231000) and result.error is None
     # The refusal is not retried as a server fault: the very next request changes the format.

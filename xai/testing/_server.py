@@ -137,6 +137,7 @@ class OpenAIWireServer:
         runaway: bool = False,
         runaway_interval: float = 0.002,
         tools_only_when_forced: bool = False,
+        refuse_formats: tuple[str, ...] = (),
     ) -> None:
         self.script = Scripted(script)
         self.validate_requests = validate_requests
@@ -174,6 +175,10 @@ class OpenAIWireServer:
         """Quirk of small models behind llama.cpp: a scripted tool call is made only when
         ``tool_choice`` forces one (``"required"`` or a named function); otherwise the model
         writes prose about the tool instead."""
+        self.refuse_formats = refuse_formats
+        """Quirk of llama-cpp-python's server: answer HTTP 500 with its validation error to a
+        request whose ``response_format`` type is one of these (it refuses ``json_schema``
+        and takes ``json_object``)."""
         # What `reset` restores: every setting a test may change on a shared server.
         self._settings = {name: getattr(self, name) for name in _SETTINGS if hasattr(self, name)}
         self._settings["api_key"] = api_key
@@ -388,6 +393,13 @@ class OpenAIWireServer:
             if self.cut_empty_stream:
                 return StreamingResponse(_cut(b""), media_type="text/event-stream")
             return Response(b"", media_type="text/event-stream")
+        kind = (body.get("response_format") or {}).get("type")
+        if kind in self.refuse_formats:
+            return _error(
+                500,
+                "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+                f"  Input should be 'text' or 'json_object' [input_value={kind!r}]",
+            )
         if self.runaway:
             return await self._runaway(request, body)
         try:
@@ -584,6 +596,7 @@ _SETTINGS = (
     "runaway",
     "runaway_interval",
     "tools_only_when_forced",
+    "refuse_formats",
 )
 
 
