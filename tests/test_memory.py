@@ -91,6 +91,33 @@ def test_one_text_runs_on_one_thread_and_gets_the_same_bits() -> None:
     assert default._single is not None and threaded._single is None
 
 
+def test_a_small_call_of_mixed_lengths_is_not_padded_to_its_longest_text() -> None:
+    """A closing Session's ~20 candidates of 3 to 100 words: run as one batch padded to the
+    longest, the model did about twice the work of the texts themselves."""
+    from xai.memory import LocalMiniLM
+
+    model = LocalMiniLM(cache_size=0)
+    model.embed_sync(["load the model"])
+    real = model._session
+    shapes: list[tuple[int, int]] = []
+
+    class Counting:  # the real session, its inputs' shapes noted
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            shapes.append(feeds["input_ids"].shape)
+            return real.run(names, feeds)
+
+    model._session = Counting()
+    texts = [" ".join(["word"] * n) + "." for n in (3, 90, 5, 40, 8, 60, 4, 20, 100, 6)]
+    together = model.embed_sync(texts)
+    ran = sum(rows * width for rows, width in shapes)
+    tokens = sum(n + 3 for n in (3, 90, 5, 40, 8, 60, 4, 20, 100, 6))  # [CLS] words . [SEP]
+    assert ran <= 1.1 * tokens, (shapes, ran, tokens)
+    model._session = real
+    alone = [model.embed_sync([t])[0] for t in texts]
+    for got, expected in zip(together, alone, strict=True):  # padding changes no vector
+        assert max(abs(x - y) for x, y in zip(got, expected, strict=True)) < 1e-5
+
+
 async def test_add_reinforce_and_promote_across_sessions(tmp_path: Path) -> None:
     clock = Clock()
     async with LongTermMemory(

