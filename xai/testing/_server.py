@@ -15,7 +15,7 @@ import math
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Literal, TypeAlias, assert_never
 
 import anyio
@@ -469,17 +469,7 @@ class OpenAIWireServer:
     async def _runaway_sse(
         self, body: dict[str, Any], model: str, limit: int | None
     ) -> AsyncIterator[bytes]:
-        head = {
-            "id": f"chatcmpl-{new_id()}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-        }
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            return b"data: " + _encode(data) + b"\n\n"
-
+        _, chunk = _chunks(model)
         yield chunk({"role": "assistant", "content": ""})
         sent = 0
         while limit is None or sent < limit:
@@ -544,17 +534,7 @@ class OpenAIWireServer:
     async def _sse(
         self, body: dict[str, Any], reply: Reply, model: str, include_usage: bool
     ) -> AsyncIterator[bytes]:
-        head = {
-            "id": f"chatcmpl-{new_id()}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-        }
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            return b"data: " + _encode(data) + b"\n\n"
-
+        head, chunk = _chunks(model)
         fault = reply.fault
         yield chunk({"role": "assistant", "content": ""})
         # Faults count content pieces (text, thinking, tool-call parts), not the role chunk.
@@ -598,6 +578,22 @@ _SETTINGS = (
     "tools_only_when_forced",
     "refuse_formats",
 )
+
+
+def _chunks(model: str) -> tuple[dict[str, Any], Callable[..., bytes]]:
+    """One answer's chunk header, and the function that frames a delta as an SSE event."""
+    head = {
+        "id": f"chatcmpl-{new_id()}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + _encode(data) + b"\n\n"
+
+    return head, chunk
 
 
 def _forced(body: Mapping[str, Any]) -> bool:
