@@ -3,10 +3,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.chroma_server import ChromaServer
 from xai.logs import configure_logging
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer, block_network
@@ -81,3 +83,14 @@ async def provider(openai_server: OpenAIWireServer) -> AsyncIterator[OpenAIProvi
     p = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
     yield p
     await p.aclose()
+
+
+@pytest.fixture
+def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
+    """A Chroma server (``chroma run``) on 127.0.0.1 for one test, stopped after it."""
+    server = ChromaServer(tmp_path / "chroma")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

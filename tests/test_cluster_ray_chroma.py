@@ -64,16 +64,6 @@ async def wire_setup(base_url: str, model: str) -> AsyncIterator[HostParts]:
 
 
 @pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "chroma")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def owners(
     cluster: Cluster,
     openai_server: OpenAIWireServer,

@@ -6,7 +6,6 @@ from the ledger."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,16 +26,6 @@ pytestmark = [
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # one backend is enough: the server is a subprocess either way
-
-
-@pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "chroma")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def said(text: str, evidence: str) -> MemoryCandidate:
