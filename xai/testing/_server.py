@@ -179,13 +179,12 @@ class OpenAIWireServer:
         """Quirk of llama-cpp-python's server: answer HTTP 500 with its validation error to a
         request whose ``response_format`` type is one of these (it refuses ``json_schema``
         and takes ``json_object``)."""
-        # What `reset` restores: every setting a test may change on a shared server.
-        self._settings = {name: getattr(self, name) for name in _SETTINGS if hasattr(self, name)}
-        self._settings["api_key"] = api_key
         self.host = host
         self.port = port
         self.model = model
         self.api_key = api_key
+        # What `reset` restores: every setting a test may change on a shared server.
+        self._settings = {name: getattr(self, name) for name in _SETTINGS}
         self.embedding_dim = embedding_dim
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
