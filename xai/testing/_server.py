@@ -453,7 +453,6 @@ class OpenAIWireServer:
     async def _runaway(self, request: Request, body: dict[str, Any]) -> Response:
         cap = body.get("max_tokens")
         limit = cap if isinstance(cap, int) and cap > 0 else None
-        reply = Reply(text="and then " * (limit or 1), chunk_chars=9, finish_reason="length")
         model = str(body.get("model") or self.model)
         if body.get("stream") and not self.ignore_stream:
             return StreamingResponse(
@@ -463,6 +462,7 @@ class OpenAIWireServer:
             while (await request.receive())["type"] != "http.disconnect":
                 pass  # the body was read: the next message is the disconnect
             return Response(status_code=499)
+        reply = Reply(text="and then " * limit, finish_reason="length")
         return JSONResponse(self._completion(body, reply, model, include_usage=self.send_usage))
 
     async def _runaway_sse(
