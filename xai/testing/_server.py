@@ -456,7 +456,7 @@ class OpenAIWireServer:
         model = str(body.get("model") or self.model)
         if body.get("stream") and not self.ignore_stream:
             return StreamingResponse(
-                self._runaway_sse(body, model, limit), media_type="text/event-stream"
+                self._runaway_sse(model, limit), media_type="text/event-stream"
             )
         if limit is None:  # no whole answer ever comes: wait for the client to give up
             while (await request.receive())["type"] != "http.disconnect":
@@ -465,9 +465,7 @@ class OpenAIWireServer:
         reply = Reply(text="and then " * limit, finish_reason="length")
         return JSONResponse(self._completion(body, reply, model, include_usage=self.send_usage))
 
-    async def _runaway_sse(
-        self, body: dict[str, Any], model: str, limit: int | None
-    ) -> AsyncIterator[bytes]:
+    async def _runaway_sse(self, model: str, limit: int | None) -> AsyncIterator[bytes]:
         _, chunk = _chunks(model)
         yield chunk({"role": "assistant", "content": ""})
         sent = 0
