@@ -20,6 +20,7 @@ A torn or unreadable tail (a kill mid-write, a crash) is cut off.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -63,20 +64,15 @@ def clock_start() -> int:
     return time.time_ns() // 1000
 
 
-_BOOT: str | None = None
-
-
+@functools.cache
 def boot_id() -> str:
     """This machine's current boot: the same for every process until it reboots."""
-    global _BOOT
-    if _BOOT is None:
-        try:
-            with open("/proc/sys/kernel/random/boot_id") as f:
-                _BOOT = f.read().strip()
-        except OSError:  # not Linux: the host name and the boot time (to the minute)
-            booted = int(time.time() - time.monotonic()) // 60
-            _BOOT = f"{socket.gethostname()}@{booted}"
-    return _BOOT
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:  # not Linux: the host name and the boot time (to the minute)
+        booted = int(time.time() - time.monotonic()) // 60
+        return f"{socket.gethostname()}@{booted}"
 
 
 class Found(NamedTuple):
