@@ -1,16 +1,18 @@
-"""An ASGI app whose event loop hosts an Agent: chat answers stream to the browser as SSE.
+"""An ASGI app whose event loop hosts an Agent, with xai's web page mounted at ``/xai/``.
 
-The Agent (and its wake-up scheduler) lives as long as the app: it starts in
-the lifespan and closes with it, so every conversation is remembered on
-shutdown. Offline by default (xai's OpenAI-wire test server plays a scripted
-model); set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL for a real one.
+The Agent (on an ``AgentHost``, with its wake-up scheduler) lives as long as the app: it
+starts in the app's lifespan and closes with it, so every conversation is remembered on
+shutdown. The app's own routes use the Agent directly; xai's page and API
+(``xai.serve.create_app``) are mounted beside them over the same Agent. Offline by default
+(xai's OpenAI-wire test server plays a scripted model); set LLM_API_KEY, LLM_BASE_URL and
+LLM_MODEL for a real one.
 
     python examples/embedded_app.py            # then open http://127.0.0.1:8000
-    XAI_AGENT_DIR=app-agent python examples/embedded_app.py   # keep the Agent in ./app-agent
+    XAI_AGENT_DIR=app-agents python examples/embedded_app.py   # keep the Agent in ./app-agents
 
-Endpoints: ``GET /`` a minimal page; ``POST /sessions`` opens a Session;
-``GET /chat?session=ID&message=TEXT`` streams the answer as Server-Sent
-Events (``text``, ``tool``, ``done``); ``GET /memory`` lists what is remembered.
+Endpoints: ``GET /`` redirects to xai's page at ``/xai/``; ``POST /sessions`` opens a
+Session; ``GET /chat?session=ID&message=TEXT`` streams the answer as Server-Sent Events
+(``text``, ``tool``, ``done``); ``GET /memory`` lists what is remembered.
 """
 
 from __future__ import annotations
@@ -25,47 +27,29 @@ from typing import Any
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
 
-from xai import LLMConfig, OpenAIProvider
-from xai.agent import Agent
+from xai import LLMConfig, OpenAIProvider, serve
+from xai.agent import AgentHost, OpenSession
 from xai.events import TextDelta, ToolCallFinished, TurnDone, TurnStarted
 from xai.exceptions import SessionClosedError
 
-PAGE = """<!doctype html>
-<meta charset="utf-8"><title>xai chat</title>
-<style>body{font:16px system-ui;max-width:40em;margin:2em auto}#log p{white-space:pre-wrap}</style>
-<h1>xai chat</h1><div id="log"></div>
-<form id="f"><input id="m" size="50" autofocus placeholder="Say something"><button>Send</button></form>
-<script>
-let session = null;
-const log = document.getElementById("log");
-document.getElementById("f").onsubmit = async (e) => {
-  e.preventDefault();
-  const input = document.getElementById("m"), text = input.value; input.value = "";
-  if (!session) session = (await (await fetch("/sessions", {method: "POST"})).json()).session;
-  log.insertAdjacentHTML("beforeend", "<p><b>you:</b> </p>");
-  log.lastChild.append(text);
-  const answer = document.createElement("p"); answer.innerHTML = "<b>assistant:</b> "; log.append(answer);
-  const url = `/chat?session=${session}&message=${encodeURIComponent(text)}`;
-  const source = new EventSource(url);
-  source.addEventListener("text", (ev) => answer.append(JSON.parse(ev.data).text));
-  source.addEventListener("done", () => source.close());
-};
-</script>"""
+AGENT = "main"
+"""The app's Agent: the one xai's page shows when the address names none."""
 
 
 def sse(kind: str, data: Any) -> bytes:
     return f"event: {kind}\ndata: ".encode() + msgspec.json.encode(data) + b"\n\n"
 
 
-def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
-    """The app; ``config`` None means: LLM_* if set, else the offline scripted model."""
-    state: dict[str, Agent] = {}
+def create_app(root: Path, config: LLMConfig | None = None) -> Starlette:
+    """The app over Agents under ``root``; ``config`` None means: LLM_* if set, else the
+    offline scripted model."""
+    state: dict[str, AgentHost] = {}
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def hosting() -> AsyncIterator[serve.Backend]:
         async with AsyncExitStack() as stack:
             llm = config or LLMConfig.from_env()
             if not llm.is_configured:
@@ -75,19 +59,24 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
                 server.script.add_responder(demo_model)
                 llm = server.llm_config()
             provider = await stack.enter_async_context(OpenAIProvider(llm))
-            state["agent"] = await stack.enter_async_context(Agent(agent_dir, provider))
-            yield  # the app serves; leaving closes every Session (memory adjudicated)
+            host = await stack.enter_async_context(AgentHost(root, lambda _: provider))
+            state["host"] = host
+            yield serve.LocalBackend(host)  # leaving closes every Session (memory adjudicated)
 
-    async def page(request: Request) -> Response:
-        return HTMLResponse(PAGE)
+    gateway = serve.create_app(hosting)  # xai's page and API
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with serve.running(gateway):  # a mounted app's lifespan is the mounting app's to run
+            yield
 
     async def open_session(request: Request) -> Response:
-        session = await state["agent"].open_session("a chat in the browser")
-        return JSONResponse({"session": session.id})
+        info = await state["host"].open_session(AGENT, OpenSession(purpose="a browser chat"))
+        return JSONResponse({"session": info.session_id})
 
     async def chat(request: Request) -> Response:
-        agent = state["agent"]
         message = request.query_params.get("message", "").strip()
+        agent = await state["host"].agent(AGENT)
         try:
             session = agent.session(request.query_params.get("session", ""))
         except SessionClosedError:
@@ -116,17 +105,21 @@ def create_app(agent_dir: Path, config: LLMConfig | None = None) -> Starlette:
         return StreamingResponse(stream(), media_type="text/event-stream")
 
     async def memory(request: Request) -> Response:
-        facts = state["agent"].memory.facts()
+        facts = await state["host"].facts(AGENT)
         return JSONResponse(
             [{"id": f.id, "text": f.text, "tier": f.tier, "count": f.count} for f in facts]
         )
 
+    async def home(request: Request) -> Response:
+        return RedirectResponse(request.url_for("xai", path="/"))
+
     return Starlette(
         routes=[
-            Route("/", page),
+            Route("/", home),
             Route("/sessions", open_session, methods=["POST"]),
             Route("/chat", chat),
             Route("/memory", memory),
+            Mount("/xai", app=gateway, name="xai"),  # the page at /xai/, its API under it
         ],
         lifespan=lifespan,
     )
@@ -138,11 +131,11 @@ def main() -> None:
     port = int(os.environ.get("PORT", "8000"))
     with tempfile.TemporaryDirectory(prefix="xai-app-") as tmp:
         kept = os.environ.get("XAI_AGENT_DIR")
-        directory = Path(kept or tmp)
-        print(f"Agent directory: {directory}; open http://127.0.0.1:{port}")
+        root = Path(kept or tmp)
+        print(f"Agents under: {root}; open http://127.0.0.1:{port}")
         if not kept:
             print("(temporary, removed when the app stops; set XAI_AGENT_DIR to keep the Agent)")
-        uvicorn.run(create_app(directory), host="127.0.0.1", port=port)
+        uvicorn.run(create_app(root), host="127.0.0.1", port=port)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The embedded-app example over real HTTP: an SSE client reads a streamed answer."""
+"""The embedded-app example over real HTTP: an SSE client reads a streamed answer, and xai's
+page and API mounted at ``/xai/`` serve the same Agent."""
 
 from __future__ import annotations
 
@@ -49,13 +50,15 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
     # the lifespan closed the Agent: every Session ended and was remembered
-    journals = list((tmp_path / "agent" / "sessions").glob("*/journal.jsonl"))
+    journals = list((tmp_path / "agent").glob("*/sessions/*/journal.jsonl"))
     assert journals and all(b'"kind":"closed"' in j.read_bytes() for j in journals)
 
 
 def test_chat_streams_server_sent_events(app_url: str) -> None:
     with httpx.Client(base_url=app_url, timeout=30) as client:
-        assert "EventSource" in client.get("/").text
+        home = client.get("/", follow_redirects=True)  # xai's page, mounted at /xai/
+        assert home.url.path == "/xai/" and '<base href="/xai/">' in home.text
+        assert client.get("/xai/static/app.js").status_code == 200
         session = client.post("/sessions").json()["session"]
         texts: list[str] = []
         done: dict[str, Any] = {}
@@ -74,4 +77,9 @@ def test_chat_streams_server_sent_events(app_url: str) -> None:
             assert time.monotonic() < deadline, "the fact was never remembered"
             time.sleep(0.05)
         assert memory[0]["text"] == "The user's name is Ada."
+        # the mounted gateway (its lifespan entered by the app's) serves the same Agent
+        facts = client.get("/xai/agents/main/facts").json()
+        assert [f["text"] for f in facts] == ["The user's name is Ada."]
+        usage = client.get("/xai/agents/main/usage").json()
+        assert [s["session_id"] for s in usage["sessions"]] == [session]
         assert client.get("/chat", params={"session": "nope", "message": "x"}).status_code == 404

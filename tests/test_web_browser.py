@@ -23,6 +23,8 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from tests.session_helpers import is_side_request, last_content
 from xai.agent import AgentHost
@@ -34,6 +36,7 @@ CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 30_000
 """The longest any expectation waits for the page (a loaded machine)."""
 AGENT = "web"
+PREFIX = "/embedded"
 STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
@@ -122,7 +125,9 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[st
             urls.append(url)
             listening.set()
 
-        app = create_app(LocalBackend(host))
+        # The gateway at / and, as an application embeds it, mounted at /embedded/ too.
+        gateway = create_app(LocalBackend(host))
+        app = Starlette(routes=[Mount(PREFIX, app=gateway), Mount("/", app=gateway)])
         group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
         relay = Relay(int(urls[0].rsplit(":", 1)[1]))
@@ -361,6 +366,39 @@ def test_usage_per_session_and_day(page: Page, shots: Path) -> None:
     summary = re.compile(r"^Tokens per day: \d{4}-\d\d-\d\d [\d,]+")
     expect(page.locator("#chart svg")).to_have_attribute("aria-label", summary)
     page.screenshot(path=shots / "usage.png", full_page=True)
+
+
+def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
+    browser: Browser, site: Site
+) -> None:
+    """Mounted at /embedded/ in another app: every request the page makes (script, style,
+    API, both event streams) stays under the prefix; a Session opens and streams."""
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    requested: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: requested.append(request.url))
+    try:
+        page.goto(f"{site.url}{PREFIX}/?agent=embedded")
+        expect(page.locator("body")).to_have_attribute("data-live", "true")
+        open_session(page, "under a prefix")
+        send(page, "What's the weather in Paris and Tokyo?")
+        turn = turn_of(page, "What's the weather in Paris and Tokyo?")
+        expect(turn).to_have_attribute("data-status", "completed")
+        expect(turn).to_contain_text("Here is what I found")
+        page.get_by_role("tab", name="Usage").click()
+        expect(page.locator("#usage tbody tr")).to_have_count(1)
+        page.get_by_role("button", name="Open").click()  # the Agent switch: stays under it
+        expect(page).to_have_url(re.compile(re.escape(f"{site.url}{PREFIX}/?agent=embedded")))
+        expect(page.locator("body")).to_have_attribute("data-live", "true")
+    finally:
+        context.close()
+    assert not errors, errors
+    outside = [u for u in requested if not u.startswith(f"{site.url}{PREFIX}/")]
+    assert not outside, outside
+    assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
 
 
 def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:

@@ -16,11 +16,13 @@ import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from tests.example_helpers import offline_env
 from xai.agent import AgentHost
+from xai.exceptions import UsageError
 from xai.providers import OpenAIProvider
-from xai.serve import LocalBackend, create_app, serve_app
+from xai.serve import LocalBackend, create_app, running, serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -159,3 +161,39 @@ async def test_xai_serve_prints_a_login_link_that_works_once(tmp_path: Path) -> 
                 process.kill()
             await process.wait()
             await process.aclose()
+
+
+async def test_mounted_in_another_app_under_a_prefix(
+    tmp_path: Path, provider: OpenAIProvider
+) -> None:
+    """``Mount("/xai", app=gateway)`` in an application's app: the page's base, the login
+    link's redirect and cookie stay under the prefix; the gateway's backend factory runs in
+    the application's lifespan (``running``), and a 503 says so when nobody entered it."""
+
+    @asynccontextmanager
+    async def hosting() -> AsyncIterator[LocalBackend]:
+        async with AgentHost(tmp_path, lambda _: provider) as host:
+            yield LocalBackend(host)
+
+    gateway = create_app(hosting, token=TOKEN)
+    app = Starlette(routes=[Mount("/xai", app=gateway)])
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        idle = await client.get("/xai/agents/ada/facts", headers=bearer)
+        assert idle.status_code == 503 and "running(gateway)" in idle.json()["message"]
+        async with running(gateway):  # what the application's lifespan enters
+            page = await client.get("/xai/", headers=bearer)
+            assert '<base href="/xai/">' in page.text
+            assert 'href="static/app.css"' in page.text and 'action="./"' in page.text
+            assert "base-uri 'self'" in page.headers["content-security-policy"]
+            login = await client.get("/xai/login", params={"key": gateway.state.guard.login_key})
+            assert login.status_code == 303 and login.headers["location"] == "/xai/"
+            assert "path=/xai/" in login.headers["set-cookie"].lower()
+            csrf = {"X-XAI-CSRF": csrf_of(page.text), **bearer}  # (the client has the cookie)
+            opened = await client.post("/xai/agents/ada/sessions", json={}, headers=csrf)
+            assert opened.status_code == 201
+            with pytest.raises(UsageError):  # one lifespan at a time
+                async with running(gateway):
+                    pass
+        assert (await client.get("/xai/agents/ada/facts", headers=bearer)).status_code == 503

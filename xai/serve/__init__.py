@@ -14,6 +14,7 @@ from xai.serve._app import (
     OpenRequest,
     SendMessage,
     create_app,
+    running,
 )
 from xai.serve._backend import Backend, LocalBackend, PageBackend
 from xai.serve._run import check_bind, is_loopback, serve_app
@@ -45,5 +46,6 @@ __all__ = [
     "check_bind",
     "create_app",
     "is_loopback",
+    "running",
     "serve_app",
 ]

@@ -41,6 +41,7 @@ __all__ = [
     "OpenRequest",
     "SendMessage",
     "create_app",
+    "running",
 ]
 
 _log = get_logger(__name__)
@@ -58,6 +59,7 @@ ErrorType: TypeAlias = Literal[
     "events_expired",
     "too_large",
     "internal",
+    "unavailable",
 ]
 
 
@@ -161,6 +163,11 @@ async def _body(request: Request, type: type[msgspec.Struct]) -> msgspec.Struct:
     return msgspec.json.decode(data or b"{}", type=type)
 
 
+_NOT_RUNNING = (
+    "the gateway's backend is not running: its lifespan has not run (mounted in another "
+    "app? enter `xai.serve.running(gateway)` in that app's lifespan)"
+)
+
 BackendSource: TypeAlias = Backend | Callable[[], AbstractAsyncContextManager[Backend]]
 
 
@@ -168,23 +175,35 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
 
+    Embedded in an application's own Starlette app (``Mount("/xai", app=gateway)``: the
+    page and the API under ``/xai/``), the gateway's lifespan does not run by itself:
+    enter ``running(gateway)`` in the application's lifespan (not needed when
+    ``backend`` is a ``Backend``, e.g. ``LocalBackend(host)`` over a host the
+    application enters itself).
+
     With ``token``, every request must carry ``Authorization: Bearer <token>`` or the
     cookie of the one-time login link (``app.state.guard.login_key``; 401 otherwise);
     ``serve_app`` refuses to bind beyond loopback an app made without one (it reads
     ``app.state.token``). Every write from a browser must carry the page's CSRF token
     (403 otherwise; ``_security.Guard``). The web page and its routes: ``_web``."""
     state: dict[str, Backend] = {}
+    if not callable(backend):
+        state["backend"] = backend  # nothing to start: served with or without a lifespan
     guard = Guard(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if callable(backend):
-            async with backend() as made:
-                state["backend"] = made
-                yield
-        else:
-            state["backend"] = backend
+        if not callable(backend):
             yield
+            return
+        if "backend" in state:
+            raise UsageError("the gateway's lifespan is already running (entered twice)")
+        async with backend() as made:
+            state["backend"] = made
+            try:
+                yield
+            finally:
+                del state["backend"]
 
     def route(
         handler: Callable[[Request, Backend], Awaitable[Response]],
@@ -192,6 +211,8 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         async def guarded(request: Request) -> Response:
             try:
                 guard.check(request)  # the token (or its cookie); CSRF on writes
+                if "backend" not in state:
+                    raise _error(503, "unavailable", _NOT_RUNNING)
                 return await handler(request, state["backend"])
             except Exception as exc:
                 status, body = _status_of(exc)
@@ -276,4 +297,24 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     )
     app.state.token = token
     app.state.guard = guard
+    app.state.lifespan = lifespan
     return app
+
+
+def running(gateway: Starlette) -> AbstractAsyncContextManager[None]:
+    """The lifespan of ``gateway`` (made by ``create_app``), for an application that mounts
+    it in its own app, whose lifespan does not run a mounted app's::
+
+        gateway = create_app(start_backend)
+
+        @asynccontextmanager
+        async def lifespan(app):
+            async with running(gateway):
+                yield
+
+        app = Starlette(routes=[Mount("/xai", app=gateway)], lifespan=lifespan)
+
+    It enters the backend's factory (a ``Backend`` given as it is needs nothing) and
+    leaves it when the block ends."""
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] = gateway.state.lifespan
+    return lifespan(gateway)

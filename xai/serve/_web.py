@@ -70,6 +70,14 @@ async def _decode(request: Request, type: type[T]) -> T:
     return msgspec.json.decode(data or b"{}", type=type)
 
 
+def _root(request: Request) -> str:
+    """Where the gateway is served, ending in ``/``: ``/``, or the prefix it is mounted at
+    (``Mount("/xai", app=gateway)``, or a proxy's ``--root-path``). The page's ``<base>``:
+    every URL the page uses is relative to it."""
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/") + "/"
+
+
 def _static(name: str) -> bytes:
     return resources.files("xai.serve").joinpath("static", name).read_bytes()
 
@@ -88,13 +96,15 @@ def page_routes(
                 400, "bad_request", f"agent id {agent_id!r}: 1-64 of letters, digits, _ . -"
             )
         page = template.substitute(
-            agent=html.escape(agent_id, quote=True), csrf=html.escape(guard.csrf, quote=True)
+            base=html.escape(_root(request), quote=True),
+            agent=html.escape(agent_id, quote=True),
+            csrf=html.escape(guard.csrf, quote=True),
         )
         headers = {
             "Cache-Control": "no-store",
             "Content-Security-Policy": "default-src 'self'; script-src 'self'; "
             "style-src 'self'; img-src 'self' data:; object-src 'none'; "
-            "base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+            "base-uri 'self'; frame-ancestors 'none'; form-action 'self'",
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
         }
@@ -110,7 +120,7 @@ def page_routes(
     async def login(request: Request) -> Response:
         """The one-time link: sets the cookie that stands for the token, then the page."""
         if guard.token is None:
-            return RedirectResponse("/", 303)
+            return RedirectResponse(_root(request), 303)
         cookie = guard.login(request.query_params.get("key", ""))
         if cookie is None:
             return Response(
@@ -119,8 +129,8 @@ def page_routes(
                 401,
                 media_type="text/plain; charset=utf-8",
             )
-        response = RedirectResponse("/", 303)
-        response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
+        response = RedirectResponse(_root(request), 303)
+        response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path=_root(request))
         return response
 
     async def cancel(request: Request, host: Backend) -> Response:

@@ -6,7 +6,8 @@
   const meta = (name) => document.querySelector(`meta[name="${name}"]`).content;
   const agent = meta("xai-agent");
   const csrf = meta("xai-csrf");
-  const base = "/agents/" + encodeURIComponent(agent);
+  // Relative to the page's <base> (where the gateway is mounted): never an absolute path.
+  const base = "agents/" + encodeURIComponent(agent);
   const $ = (id) => document.getElementById(id);
 
   // -- helpers -------------------------------------------------------------------------
@@ -63,7 +64,7 @@
     }
     if (focus) tab.focus();
     const view = tab.id.slice(4);
-    history.replaceState(null, "", "#" + view);
+    history.replaceState(null, "", location.pathname + location.search + "#" + view);
     if (loaders[view]) loaders[view]().catch(failed);
   }
 
@@ -89,7 +90,7 @@
   // -- chat ----------------------------------------------------------------------------
 
   const transcript = $("transcript");
-  const storageKey = "xai-session:" + agent;
+  const storageKey = "xai-session:" + document.baseURI + agent; // (two gateways, one origin)
   let session = null;
   let source = null;
   let lastSeq = 0;
