@@ -34,6 +34,10 @@ LAYERS: dict[str, int] = {
     "cli": 10,
     # The file runner runs scenarios with the built-in tools of `run_agent` (core).
     "runner": 9,
+    # Hosts on a Ray cluster (`xai[ray]`): a facade over the host of Agents and a `Backend` of
+    # the gateway (serve), whose in-process backend each host actor runs for the web page's
+    # calls; only the CLI imports it.
+    "cluster": 9,
     # The front door (`xai/__init__.py`) re-exports names from every layer up to `run_agent`
     # (core), loaded on first use; nothing inside xai imports through it but the CLI, for
     # `__version__`.
@@ -46,9 +50,6 @@ LAYERS: dict[str, int] = {
     # The HTTP + SSE gateway (`xai serve`) over a host of Agents: a facade, like mcp; only the
     # CLI imports it.
     "serve": 8,
-    # Hosts on a Ray cluster (`xai[ray]`): a facade over the host of Agents, like serve (which
-    # it serves as a `Backend` structurally, without importing it); only the CLI imports it.
-    "cluster": 8,
     "agent": 7,
     # The test doubles stand in for a model: they speak the provider protocol and never use a
     # Query. One of them, `demo_model` (the scripted model of `xai demo` and the offline Quick

@@ -291,3 +291,63 @@ async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
             assert (await client.delete(path)).status_code in (200, 204)
         missing = await client.get("/agents/nobody/sessions/nothing/events")
         assert missing.status_code == 404
+
+
+async def test_the_web_pages_routes_on_ray(hosts: RayHosts) -> None:
+    """``xai serve --ray`` serves the page's data too (``RayHosts`` is a ``PageBackend``):
+    the Agent's live events, cancel, facts, search, forget, wake-ups and usage."""
+    agent = "pager"
+    base = f"/agents/{agent}"
+    async with gateway_of(hosts) as client:
+        async with aconnect_sse(client, "GET", base + "/events") as live:
+            assert live.response.status_code == 200  # (subscribed before the headers came)
+            events = live.aiter_sse()
+
+            async def until(kind: str, has: str = "") -> dict[str, Any]:
+                async for event in events:
+                    if event.event == kind and has in event.data:
+                        data: dict[str, Any] = msgspec.json.decode(event.data)
+                        return data
+                raise AssertionError(f"the Agent's stream ended before {kind} {has}")
+
+            session = await open_session(client, agent)
+            path = f"{base}/sessions/{session}"
+            assert (await client.post(path + "/cancel")).json() == {"cancelled": False}
+            await client.post(path + "/messages", json={"text": "work"})
+            await until("tool_call_started", '"slow"')  # (never returns by itself)
+            assert (await client.post(path + "/cancel")).json() == {"cancelled": True}
+            done = await until("turn_done")
+            assert done["event"]["outcome"]["status"] == "cancelled"
+            assert (await client.delete(path)).status_code == 204
+            await until("memory_decided")  # the Session's point, adjudicated
+
+            wakeup = {"id": "ping", "trigger": {"type": "event", "name": "ping"}, "text": "hi"}
+            added = await client.post(base + "/wakeups", json=wakeup)
+            assert added.status_code == 201 and added.json()["trigger"] == "on event ping"
+            paused = await client.post(base + "/wakeups/ping/pause")
+            assert paused.json()["paused"] is True
+            assert (await client.post(base + "/wakeups/ping/resume")).json()["paused"] is False
+            assert (await client.post(base + "/wakeups/nope/pause")).status_code == 404
+            assert (await client.post(base + "/notify", json={"name": "ping"})).json() == {
+                "fired": 1
+            }
+            fired = await until("wakeup_fired")
+            assert fired["event"]["wakeup_id"] == "ping"
+        [listed] = (await client.get(base + "/wakeups")).json()
+        assert listed["id"] == "ping" and listed["runs"] == 1
+
+        [fact] = (await client.get(base + "/facts")).json()
+        assert fact["text"] == "The user said: work"
+        detail = (await client.get(f"{base}/facts/{fact['id']}")).json()
+        assert [h["kind"] for h in detail["history"]] == ["add"]
+        assert [e["text"] for e in detail["evidence"]] == ["work"]
+        hits = (await client.get(base + "/memory/search", params={"q": "work"})).json()
+        assert hits and hits[0]["kind"] == "fact"
+        forgotten = await client.delete(f"{base}/facts/{fact['id']}")
+        assert forgotten.status_code == 200 and forgotten.json()["status"] == "forgotten"
+        assert (await client.delete(f"{base}/facts/{fact['id']}")).status_code == 404
+        assert (await client.get(f"{base}/facts/nothing")).status_code == 404
+
+        usage = (await client.get(base + "/usage")).json()
+        assert session in [s["session_id"] for s in usage["sessions"]]
+        assert usage["total"]["prompt_tokens"] > 0

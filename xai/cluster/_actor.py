@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 
-from xai.agent import AgentHost, OpenSession
+from xai.agent import AgentHost, OpenSession, Wakeup
 from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, answer, decode, encode, failure_of
-from xai.events import SessionEvent
 from xai.exceptions import XaiError
 from xai.logs import get_logger
 from xai.memory import IndexStore
 from xai.providers import Provider
+from xai.serve import LocalBackend
 from xai.tools import Tool
 
 __all__ = ["HostActor", "HostParts", "HostSetup"]
+
+T = TypeVar("T")
 
 _log = get_logger(__name__)
 
@@ -179,17 +181,62 @@ class HostActor:
         except XaiError as error:
             return failure_of(error)
 
+    # -- the web page's calls (``PageBackend``), through the in-process backend's -----------
+
+    async def _page(self, call: Callable[[LocalBackend], Awaitable[object]]) -> bytes:
+        try:
+            return answer(await call(LocalBackend(await self._running())))
+        except XaiError as error:
+            return failure_of(error)
+
+    async def cancel(self, agent_id: str, session_id: str) -> bytes:
+        return await self._page(lambda page: page.cancel(agent_id, session_id))
+
+    @ray.method(num_returns="streaming")
+    async def agent_events(self, agent_id: str) -> AsyncIterator[bytes]:
+        """Like ``events``: first an answer, then batches of the Agent's ``AgentEvent``\\ s
+        from now on, until the caller cancels the stream (``ray.cancel``)."""
+        try:
+            stream = await LocalBackend(await self._running()).agent_events(agent_id)
+        except XaiError as error:
+            yield failure_of(error)
+            return
+        yield answer(None)
+        async for batch in _batches(stream):
+            yield encode(batch)
+
+    async def fact(self, agent_id: str, fact_id: str) -> bytes:
+        return await self._page(lambda page: page.fact(agent_id, fact_id))
+
+    async def forget(self, agent_id: str, fact_id: str) -> bytes:
+        return await self._page(lambda page: page.forget(agent_id, fact_id))
+
+    async def wakeups(self, agent_id: str) -> bytes:
+        return await self._page(lambda page: page.wakeups(agent_id))
+
+    async def add_wakeup(self, agent_id: str, wakeup: bytes) -> bytes:
+        return await self._page(lambda page: page.add_wakeup(agent_id, decode(wakeup, Wakeup)))
+
+    async def pause_wakeup(self, agent_id: str, wakeup_id: str, paused: bool) -> bytes:
+        return await self._page(lambda page: page.pause_wakeup(agent_id, wakeup_id, paused))
+
+    async def notify(self, agent_id: str, name: str) -> bytes:
+        return await self._page(lambda page: page.notify(agent_id, name))
+
+    async def usage(self, agent_id: str) -> bytes:
+        return await self._page(lambda page: page.usage(agent_id))
+
 
 _BATCH = 256
 """At most this many events in one item of the event stream."""
 
 
-async def _batches(stream: AsyncIterator[SessionEvent]) -> AsyncIterator[list[SessionEvent]]:
+async def _batches(stream: AsyncIterator[T]) -> AsyncIterator[list[T]]:
     """The events of ``stream`` in lists: each of the next event and all that came while
     the last list was being sent (a Ray stream item costs far more than an event: one
     item per event made Ray's streaming most of a turn's CPU). Nothing waits for a batch
     to fill, so an event is never held back."""
-    queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+    queue: asyncio.Queue[T | None] = asyncio.Queue()
 
     async def pump() -> None:
         try:
@@ -201,7 +248,7 @@ async def _batches(stream: AsyncIterator[SessionEvent]) -> AsyncIterator[list[Se
     task = asyncio.create_task(pump())
     try:
         while True:
-            batch: list[SessionEvent] = []
+            batch: list[T] = []
             event = await queue.get()
             while event is not None:
                 batch.append(event)

@@ -2,26 +2,29 @@
 the same one (a stable hash of the id), so each Agent has one owner at a time.
 
 Its calls are the in-process host's (``AgentHost``), with the same plain values, and it
-is a ``Backend`` for ``xai serve --ray``.
+is a ``PageBackend`` for ``xai serve --ray`` (the API and the web page).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 
-from xai.agent import OpenSession, SessionInfo
+from xai.agent import OpenSession, SessionInfo, Wakeup
 from xai.cluster._actor import HostActor, HostSetup
 from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, decode, encode, unwrap
-from xai.events import SessionEvent
+from xai.events import AgentEvent, SessionEvent
 from xai.exceptions import ConfigurationError
 from xai.memory import Fact, MemoryHit
 from xai.messages import new_id
+from xai.serve import FactDetail, UsageReport, WakeupView
 
 __all__ = ["NAMESPACE", "RayHosts", "host_index"]
+
+T = TypeVar("T")
 
 NAMESPACE = "xai"
 """The Ray namespace of the host actors."""
@@ -108,9 +111,7 @@ class RayHosts:
         raised here, before any event is read. If the host actor dies the stream ends with
         ``ray.exceptions.RayActorError``: read again from the last number seen."""
         stream = self.actor_for(agent_id).events.remote(agent_id, session_id, after)
-        first = await stream.__anext__()
-        unwrap(await first, type(None))
-        return _events(stream)
+        return await _opened(stream, SessionEvent)
 
     async def close_session(self, agent_id: str, session_id: str) -> None:
         call = self.actor_for(agent_id).close_session.options(max_task_retries=-1)
@@ -124,6 +125,50 @@ class RayHosts:
         call = self.actor_for(agent_id).search_memory.options(max_task_retries=-1)
         return unwrap(await call.remote(agent_id, query, k), list[MemoryHit])
 
+    # -- the web page's calls (``PageBackend``) ---------------------------------------------
+
+    async def cancel(self, agent_id: str, session_id: str) -> bool:
+        """Not retried: a turn the host's death cut is over anyway."""
+        return unwrap(await self.actor_for(agent_id).cancel.remote(agent_id, session_id), bool)
+
+    async def agent_events(self, agent_id: str) -> AsyncIterator[AgentEvent]:
+        """Everything the Agent does from now on (a Ray streaming generator, cancelled when
+        the reader stops); ends with ``RayActorError`` if the host actor dies."""
+        stream = self.actor_for(agent_id).agent_events.remote(agent_id)
+        return await _opened(stream, AgentEvent)
+
+    async def search(self, agent_id: str, query: str, k: int) -> list[MemoryHit]:
+        return await self.search_memory(agent_id, query, k)
+
+    async def fact(self, agent_id: str, fact_id: str) -> FactDetail | None:
+        call = self.actor_for(agent_id).fact.options(max_task_retries=-1)
+        return _maybe(await call.remote(agent_id, fact_id), FactDetail)
+
+    async def forget(self, agent_id: str, fact_id: str) -> Fact | None:
+        """Not retried: a second try would find the fact forgotten (``None``)."""
+        return _maybe(await self.actor_for(agent_id).forget.remote(agent_id, fact_id), Fact)
+
+    async def wakeups(self, agent_id: str) -> list[WakeupView]:
+        call = self.actor_for(agent_id).wakeups.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id), list[WakeupView])
+
+    async def add_wakeup(self, agent_id: str, wakeup: Wakeup) -> WakeupView:
+        """Retried: adding a wake-up again replaces it (the same id)."""
+        call = self.actor_for(agent_id).add_wakeup.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id, encode(wakeup)), WakeupView)
+
+    async def pause_wakeup(self, agent_id: str, wakeup_id: str, paused: bool) -> WakeupView | None:
+        call = self.actor_for(agent_id).pause_wakeup.options(max_task_retries=-1)
+        return _maybe(await call.remote(agent_id, wakeup_id, paused), WakeupView)
+
+    async def notify(self, agent_id: str, name: str) -> int:
+        """Not retried: the wake-ups it fired would fire twice."""
+        return unwrap(await self.actor_for(agent_id).notify.remote(agent_id, name), int)
+
+    async def usage(self, agent_id: str) -> UsageReport:
+        call = self.actor_for(agent_id).usage.options(max_task_retries=-1)
+        return unwrap(await call.remote(agent_id), UsageReport)
+
     async def pid(self, agent_id: str) -> int:
         """The worker process of the host actor that owns ``agent_id``."""
         return int(await self.actor_for(agent_id).pid.options(max_task_retries=-1).remote())
@@ -132,7 +177,26 @@ class RayHosts:
         return str(await self.actor_for(agent_id).node_id.options(max_task_retries=-1).remote())
 
 
-async def _events(stream: Any) -> AsyncIterator[SessionEvent]:
-    async for ref in stream:  # each item a batch of events (``HostActor.events``)
-        for event in decode(await ref, list[SessionEvent]):
-            yield event
+def _maybe(data: bytes, kind: type[T]) -> T | None:
+    value: T | None = unwrap(data, kind | None)  # type: ignore[arg-type]
+    return value
+
+
+async def _opened(stream: Any, kind: type[T]) -> AsyncIterator[T]:
+    """The events of a host actor's stream (``HostActor.events``, ``agent_events``), once
+    its first item, the answer, says it is open (its refusal is raised here)."""
+    first = await stream.__anext__()
+    unwrap(await first, type(None))
+    return _read(stream, kind)
+
+
+async def _read(stream: Any, kind: type[T]) -> AsyncIterator[T]:
+    finished = False
+    try:
+        async for ref in stream:  # each item a batch of events
+            for event in decode(await ref, list[kind]):  # type: ignore[valid-type]
+                yield event
+        finished = True
+    finally:
+        if not finished:  # the reader stopped (or was cancelled): so does the host's side
+            ray.cancel(stream)

@@ -57,8 +57,9 @@ class Backend(Protocol):
 
 @runtime_checkable
 class PageBackend(Backend, Protocol):
-    """What the web page needs beyond ``Backend`` (docs/web.md). ``LocalBackend`` has it;
-    a backend without it serves the API, and the page's extra routes answer 404.
+    """What the web page needs beyond ``Backend`` (docs/web.md). ``LocalBackend`` and
+    ``xai.cluster.RayHosts`` have it; a backend without it serves the API, and the page's
+    extra routes answer 404.
 
     ``None`` (or ``False``) from a method: the fact, wake-up or running turn is not there.
     """
