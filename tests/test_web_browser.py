@@ -55,9 +55,19 @@ def scripted(body: Mapping[str, Any]) -> Reply | None:
     text = last_content(body)
     if text == "wait for the gate":
         return Reply(text="Part one, before the gate. ", tool_calls=(ScriptedCall(name="gate"),))
+    if text == "save my notes":
+        return Reply(tool_calls=(ScriptedCall(name="save_notes", arguments={"path": "<i>n</i>"}),))
     if text == "tell me a long story":
         return Reply(text=STORY, chunk_chars=6, chunk_delay=0.05)  # ~20 s: cancelled early
     return None
+
+
+DISK_FULL = "<b>disk</b> is full"
+
+
+async def save_notes(path: str) -> str:
+    """Save the notes to ``path``."""
+    raise OSError(DISK_FULL)
 
 
 class Gate:
@@ -115,7 +125,7 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[st
     provider = model.provider()
     async with (
         provider,
-        AgentHost(root, lambda _: provider, tools=[get_weather, gate.gate]) as host,
+        AgentHost(root, lambda _: provider, tools=[get_weather, gate.gate, save_notes]) as host,
         anyio.create_task_group() as group,
     ):
         stop, listening = anyio.Event(), anyio.Event()
@@ -249,6 +259,20 @@ def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> 
     turn.screenshot(path=shots / "helper.png")
 
 
+def test_a_failed_tool_call_shows_its_error_as_text(page: Page, shots: Path) -> None:
+    send(page, "save my notes")
+    turn = turn_of(page, "save my notes")
+    expect(turn).to_have_attribute("data-status", "completed")  # the error went to the model
+    call = turn.locator("li.tool", has_text="save_notes")
+    expect(call).to_have_attribute("data-state", "failed")
+    expect(call.locator(".state")).to_have_text("failed")
+    expect(call.locator(".args")).to_have_text('{"path":"<i>n</i>"}')
+    expect(call.locator("pre.error")).to_contain_text(DISK_FULL)  # as text, not markup
+    assert call.locator("b, i").count() == 0
+    expect(call.locator(".result")).to_have_count(0)
+    call.screenshot(path=shots / "tool-error.png")
+
+
 def test_reload_mid_stream_resumes_without_gap_or_repeat(page: Page, site: Site) -> None:
     open_session(page, "a reload")
     send(page, "wait for the gate")
@@ -354,6 +378,31 @@ def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path)
     expect(fired.locator(".answer")).to_contain_text("Good morning")
     expect(fired).to_have_attribute("data-state", "closed")
     expect(page.locator('tr[data-wakeup="ping"] td').nth(2)).to_have_text("1")
+
+
+def test_a_wakeup_added_through_the_form(page: Page, shots: Path) -> None:
+    page.get_by_role("tab", name="Wake-ups").click()
+    form = page.locator("#wakeup-form")
+    form.get_by_label("Name", exact=True).fill("stretch")
+    expect(form.get_by_label("Minutes between")).to_be_visible()  # "every": the default
+    form.get_by_label("When").select_option("event")
+    expect(form.get_by_label("Minutes between")).to_be_hidden()
+    form.get_by_label("Event name").fill("standup")
+    form.get_by_label("When").select_option("every")
+    form.get_by_label("Minutes between").fill("90")
+    form.get_by_label("Prompt").fill("<b>Time</b> to stretch.")
+    form.get_by_role("button", name="Add wake-up").press("Enter")  # from the keyboard
+    row = page.locator('tr[data-wakeup="stretch"]')
+    expect(row.locator("td").first).to_have_text("every 5400 s")
+    expect(row.locator(".next")).not_to_have_text(re.compile(r"^(—)?$"))
+    expect(row.locator("th .block")).to_have_text("<b>Time</b> to stretch.")  # as text
+    expect(page.locator("#live")).to_contain_text("Wake-up stretch added: next")
+    expect(form.get_by_label("Name", exact=True)).to_have_value("")
+    form.get_by_label("Name", exact=True).fill("empty")
+    form.get_by_role("button", name="Add wake-up").click()  # no first message: not sent
+    expect(page.locator('tr[data-wakeup="empty"]')).to_have_count(0)
+    assert page.evaluate("document.getElementById('wakeup-text').validity.valueMissing")
+    form.get_by_label("Name", exact=True).fill("")
     page.screenshot(path=shots / "wakeups.png", full_page=True)
 
 

@@ -443,6 +443,46 @@
   }
   loaders.wakeups = loadWakeups;
 
+  // The form: the fields of the chosen trigger only (the others hidden and disabled, so
+  // the browser neither shows nor checks them).
+  const kindField = $("wakeup-kind");
+  function showKind() {
+    for (const node of $("wakeup-form").querySelectorAll("[data-kind]")) {
+      const chosen = node.dataset.kind === kindField.value;
+      node.hidden = !chosen;
+      if (node.tagName === "INPUT") node.disabled = !chosen;
+    }
+  }
+  kindField.addEventListener("change", showKind);
+  showKind();
+
+  function trigger(kind) {
+    const minutes = (id) => Number($(id).value) * 60;
+    switch (kind) {
+      case "every": return { type: "every", seconds: minutes("wakeup-every") };
+      case "at": return { type: "at", time: new Date($("wakeup-at").value).getTime() / 1000 };
+      case "cron": return { type: "cron", expression: $("wakeup-cron").value.trim() };
+      case "idle": return { type: "idle", seconds: minutes("wakeup-idle") };
+      case "event": return { type: "event", name: $("wakeup-event").value.trim() };
+      default: throw new Error("unknown trigger " + kind);
+    }
+  }
+
+  $("wakeup-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const id = $("wakeup-id").value.trim();
+    try {
+      const body = { id, trigger: trigger(kindField.value), text: $("wakeup-text").value.trim() };
+      const added = await api("POST", "/wakeups", body);
+      await loadWakeups();
+      notice(`Wake-up ${added.id} added: next ${added.next_at ? when(added.next_at) : "when it is due"}`);
+      $("wakeup-id").value = "";
+      $("wakeup-text").value = "";
+    } catch (error) {
+      failed(error);
+    }
+  });
+
   const fired = new Map(); // wake-up Session id -> its list item
 
   function firedItem(sessionId, purpose) {
