@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from xai.agent import Wakeup
 from xai.events import AgentEvent
+from xai.logs import get_logger
 from xai.serve._backend import Backend, PageBackend
 from xai.serve._security import COOKIE, Guard, Refused
 
@@ -28,6 +29,8 @@ __all__ = ["DEFAULT_AGENT", "NotifyRequest", "page_routes"]
 
 DEFAULT_AGENT = "main"
 """The Agent the page shows when the address names none (``/?agent=ID``)."""
+
+_log = get_logger(__name__)
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 _MAX_BODY = 64 * 1024
@@ -144,8 +147,11 @@ def page_routes(
 
         async def frames() -> AsyncIterator[bytes]:
             yield b": listening\n\n"  # the page knows the stream is open from here on
-            async for event in stream:
-                yield _agent_sse(event)
+            try:
+                async for event in stream:
+                    yield _agent_sse(event)
+            except Exception:  # its host went away (a Ray host actor died): the page reconnects
+                _log.warning("serve.agent_stream_broken", path=request.url.path, exc_info=True)
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
