@@ -160,7 +160,8 @@ async def test_what_you_recommended_is_found_in_the_assistants_own_episodes(
 
 
 class _Gated:
-    """The real embedder, held at a gate while ``hold`` is set (to cancel mid-embedding)."""
+    """The real embedder, held at a gate while ``hold`` is set (to cancel mid-embedding,
+    or to do something else meanwhile and ``release`` it)."""
 
     def __init__(self) -> None:
         from xai.memory import local_minilm
@@ -170,11 +171,16 @@ class _Gated:
         self.dimension = self.inner.dimension
         self.hold = False
         self.entered = anyio.Event()
+        self._go = anyio.Event()
+
+    def release(self) -> None:
+        self.hold = False
+        self._go.set()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if self.hold:
             self.entered.set()
-            await anyio.sleep_forever()
+            await self._go.wait()
         return await self.inner.embed(texts)
 
 
@@ -192,6 +198,25 @@ async def test_recording_never_waits_on_the_embedder_and_a_cancelled_indexing_is
         embedder.hold = False
         (top,) = await memory.search("blue bowl", k=1, tiers=["episodes"])  # indexes first
         assert text_of(top) == "A blue bowl for my mother."
+
+
+async def test_episodes_recorded_while_the_index_opens_are_searchable(tmp_path: Path) -> None:
+    """The index opens (here on the first search) by repairing itself from the episodes on
+    disk. Episodes recorded during the repair were neither in what it read nor queued
+    (there was no index yet to queue them in): unsearchable until the next restart."""
+    closed = LongTermMemory(tmp_path)
+    await closed.record_episodes(SPRING)  # while closed: the repair embeds them
+    closed.episodes.close()
+    embedder = _Gated()
+    async with LongTermMemory(tmp_path, embedder=embedder, lazy_index=True) as memory:
+        embedder.hold = True
+        async with anyio.create_task_group() as group:
+            group.start_soon(memory.index_episodes)  # opens the index and repairs it
+            await embedder.entered.wait()
+            assert await memory.record_episodes(SUMMER) == 4
+            embedder.release()
+        (top,) = await memory.search("green vase", k=1, tiers=["episodes"])
+        assert text_of(top) == "Yes, and I made a green vase."
 
 
 async def test_a_store_read_page_by_page_reopens_without_repairs(

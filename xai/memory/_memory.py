@@ -128,7 +128,12 @@ class LongTermMemory(Adjudication, Maintenance):
                 self._index = index
                 await self._reconcile(indexed)
                 await self._prune_episodes()
-                await episode_index.repair(list(self._episodes))
+                known = list(self._episodes)
+                await episode_index.repair(known)
+                # Episodes recorded while it was repaired found no index to queue them in:
+                # queued here, with no await before it is published, so none is missed.
+                seen = {e.id for e in known}
+                episode_index.add([e for e in self._episodes if e.id not in seen])
                 self._episode_index = episode_index
                 if not (self.directory / _EMBEDDER_FILE).exists():
                     data = msgspec.json.encode({"embedder": self.embedder.name})
