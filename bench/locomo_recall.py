@@ -51,7 +51,8 @@ async def main(path: Path, only: set[int] | None) -> None:
             continue
         index = await ConversationIndex.build(sample, embedder)
         asked = [q for q in sample.questions if q.evidence]
-        vectors = np.asarray(await embedder.embed([q.question for q in asked]), dtype=np.float32)
+        # Questions are embedded as the library's search embeds them (its query encoder).
+        vectors = np.asarray([await embedder.embed_query(q.question) for q in asked])
         for question, vector in zip(asked, vectors, strict=True):
             questions += 1
             for config in CONFIGS:

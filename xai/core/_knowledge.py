@@ -21,7 +21,7 @@ import msgspec
 
 from xai._reading import MiB, read_text_capped
 from xai.exceptions import ConfigurationError
-from xai.memory import Embedder, default_embedder, token_counter
+from xai.memory import Embedder, default_embedder, query_embedding, token_counter
 
 __all__ = ["MAX_DOCUMENT_BYTES", "KnowledgeBase", "Reference", "chunk_text"]
 
@@ -182,7 +182,7 @@ class KnowledgeBase:
         min_score: float = 0.0,
     ) -> list[Reference]:
         """The ``top_k`` chunks of the scenario (and of the chosen documents) closest to ``question``."""
-        (vector,) = await self.embedder.embed([question])
+        vector = await query_embedding(self.embedder)(question)
         conditions: list[dict[str, Any]] = [{"scenario_id": scenario_id}]
         if document_ids:
             conditions.append({"document_id": {"$in": list(document_ids)}})

@@ -36,7 +36,7 @@ import numpy as np
 
 from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
 from xai.eval._retrieval import BEST, Config, ConversationIndex
-from xai.memory import Embedder, ScoredEpisode, ScoredFact, session_date
+from xai.memory import Embedder, ScoredEpisode, ScoredFact, query_embedding, session_date
 from xai.providers import Provider
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ class HybridRetrieval:
     async def retrieve(self, question: str) -> Retrieved:
         await self.flush()
         assert self._index is not None
-        (vector,) = await self.embedder.embed([question])
+        vector = await query_embedding(self.embedder)(question)  # as the library searches
         ranked = self._index.top(
             self.config, question, np.asarray(vector, dtype=np.float32), self.depth
         )

@@ -6,8 +6,10 @@ from xai.memory._embeddings import (
     Embedder,
     LocalMiniLM,
     OpenAIEmbedder,
+    QueryEmbedder,
     default_embedder,
     local_minilm,
+    query_embedding,
     token_counter,
 )
 from xai.memory._episodes import EpisodeStore
@@ -48,6 +50,7 @@ __all__ = [
     "MemoryHit",
     "OpenAIEmbedder",
     "PoolItem",
+    "QueryEmbedder",
     "RecallWeights",
     "ScoredEpisode",
     "ScoredFact",
@@ -57,6 +60,7 @@ __all__ = [
     "fuse",
     "lexical_tokens",
     "local_minilm",
+    "query_embedding",
     "question_windows",
     "rank",
     "session_date",

