@@ -460,6 +460,14 @@ def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     expect(page.get_by_role("tab", name="Memory")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#view-memory")).to_be_visible()
     page.keyboard.press("ArrowLeft")
-    wide = page.evaluate("document.documentElement.scrollWidth")
-    assert wide <= 390, f"the page is {wide} px wide at a phone's 390"
+    for name in ("Memory", "Wake-ups", "Usage", "Chat"):  # each view, full of the tests' data
+        tab = page.get_by_role("tab", name=name)
+        tab.click()
+        expect(tab).to_have_attribute("aria-selected", "true")
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 390, f"{name}: the page is {wide} px wide at a phone's 390"
+        for each in page.get_by_role("tab").all():  # the nav: every tab in sight, one line
+            box = each.bounding_box()
+            assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+            assert box["height"] < 48, f"{each.inner_text()!r} wraps: {box}"
     page.screenshot(path=shots / "phone.png", full_page=False)
