@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.abc
@@ -38,6 +38,7 @@ WAIT_MS = 30_000
 AGENT = "web"
 PREFIX = "/embedded"
 STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
+TOKEN = "s3cret-token"
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
 try:
@@ -90,6 +91,8 @@ class Relay:
     def __init__(self, port: int) -> None:
         self.port = port
         self.scopes: set[anyio.CancelScope] = set()
+        self.open = anyio.Event()
+        self.open.set()
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
@@ -104,6 +107,7 @@ class Relay:
                     await sink.send(data)
             scope.cancel()  # one side ended: so does the other
 
+        await self.open.wait()  # (held: the browser's new connections wait here)
         async with client, await anyio.connect_tcp("127.0.0.1", self.port) as server:
             with anyio.CancelScope() as scope:
                 self.scopes.add(scope)
@@ -118,9 +122,28 @@ class Relay:
         for scope in list(self.scopes):
             scope.cancel()
 
+    def hold(self) -> None:
+        """Cut every connection, and keep the new ones waiting until ``release``."""
+        self.open = anyio.Event()
+        self.cut()
+
+    def release(self) -> None:
+        self.open.set()
+
+
+class Served(NamedTuple):
+    url: str
+    """The gateway through the relay: what the browser uses."""
+    direct: str
+    """The gateway itself (what the relay connects to)."""
+    login: str
+    """With a token, bound beyond loopback (0.0.0.0): the one-time login link."""
+    gate: Gate
+    relay: Relay
+
 
 @asynccontextmanager
-async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[str, Gate, Relay]]:
+async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[Served]:
     gate = Gate()
     provider = model.provider()
     async with (
@@ -140,22 +163,29 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[st
         app = Starlette(routes=[Mount(PREFIX, app=gateway), Mount("/", app=gateway)])
         group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
+        # The same Agents served beyond loopback, as `XAI_SERVE_TOKEN=... xai serve --host
+        # 0.0.0.0` does: a token, and the one-time link it prints.
+        tokened = create_app(LocalBackend(host), token=TOKEN)
+        listening = anyio.Event()
+        group.start_soon(partial(serve_app, tokened, "0.0.0.0", 0, ready=ready, stop=stop))
+        await listening.wait()
+        login = f"{urls[1]}/login?key={tokened.state.guard.login_key}"
         relay = Relay(int(urls[0].rsplit(":", 1)[1]))
         port = await group.start(relay.serve)
         try:
-            yield f"http://127.0.0.1:{port}", gate, relay
+            yield Served(f"http://127.0.0.1:{port}", urls[0], login, gate, relay)
         finally:
             stop.set()
             group.cancel_scope.cancel()  # the relay
 
 
 class Site:
-    def __init__(
-        self, url: str, gate: Gate, relay: Relay, portal: anyio.from_thread.BlockingPortal
-    ) -> None:
-        self.url = url
-        self.gate = gate
-        self.relay = relay
+    def __init__(self, served: Served, portal: anyio.from_thread.BlockingPortal) -> None:
+        self.url = served.url
+        self.direct = served.direct
+        self.login = served.login
+        self.gate = served.gate
+        self.relay = served.relay
         self.portal = portal
 
     def open_gate(self) -> None:
@@ -164,6 +194,15 @@ class Site:
     def cut(self) -> None:
         """Drop every connection of the browser (it reconnects)."""
         self.portal.call(self.relay.cut)
+
+    @contextlib.contextmanager
+    def away(self) -> Iterator[None]:
+        """The browser is cut off (every connection dropped, new ones wait) in the block."""
+        self.portal.call(self.relay.hold)
+        try:
+            yield
+        finally:
+            self.portal.call(self.relay.release)
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +213,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         model.script.add_responder(demo_model)
         with (
             anyio.from_thread.start_blocking_portal("asyncio") as portal,
-            portal.wrap_async_context_manager(serving(root, model)) as (url, gate, relay),
+            portal.wrap_async_context_manager(serving(root, model)) as served,
         ):
-            yield Site(url, gate, relay, portal)
+            yield Site(served, portal)
 
 
 @pytest.fixture(scope="module")
@@ -380,6 +419,20 @@ def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path)
     expect(page.locator('tr[data-wakeup="ping"] td').nth(2)).to_have_text("1")
 
 
+def test_after_a_blip_the_page_reads_its_view_again(page: Page, site: Site) -> None:
+    """The Agent's stream is live only: what happened while the browser was away (here a
+    wake-up fired) shows once the stream reconnects, the view read again from the server."""
+    page.get_by_role("tab", name="Wake-ups").click()
+    runs = page.locator('tr[data-wakeup="ping"] td').nth(2)
+    expect(runs).to_have_text("1")
+    with site.away():
+        expect(page.locator("body")).to_have_attribute("data-live", "false")
+        fired = page.request.post(f"{site.direct}/agents/{AGENT}/notify", data={"name": "ping"})
+        assert fired.json() == {"fired": 1}
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    expect(runs).to_have_text("2")
+
+
 def test_a_wakeup_added_through_the_form(page: Page, shots: Path) -> None:
     page.get_by_role("tab", name="Wake-ups").click()
     form = page.locator("#wakeup-form")
@@ -450,6 +503,43 @@ def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
     assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
 
 
+def test_beyond_loopback_the_one_time_link_logs_the_browser_in(
+    browser: Browser, site: Site
+) -> None:
+    """Bound to 0.0.0.0 with a token: a browser without it is refused; the one-time link
+    printed at start-up sets the cookie that stands for the token, and the whole page works
+    on it (both event streams, the CSRF-checked writes); the link is then spent."""
+    origin = site.login.split("/login", 1)[0]
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        refused = page.goto(f"{origin}/")
+        assert refused is not None and refused.status == 401
+        page.goto(site.login)
+        expect(page).to_have_url(re.compile(re.escape(f"{origin}/") + "(#chat)?$"))
+        expect(page.locator("body")).to_have_attribute("data-live", "true")
+        open_session(page, "behind a token")
+        send(page, "What's the weather in Paris and Tokyo?")
+        turn = turn_of(page, "What's the weather in Paris and Tokyo?")
+        expect(turn).to_have_attribute("data-status", "completed")
+        expect(turn).to_contain_text("Here is what I found")
+        [cookie] = context.cookies()
+        assert cookie["name"] == "xai_token" and cookie["httpOnly"]
+        assert TOKEN not in cookie["value"]
+    finally:
+        context.close()
+    assert not errors, errors
+    other = browser.new_context()
+    try:
+        spent = other.new_page().goto(site.login)
+        assert spent is not None and spent.status == 401
+    finally:
+        other.close()
+
+
 def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     page.get_by_role("tab", name="Usage").focus()
@@ -468,6 +558,6 @@ def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
         assert wide <= 390, f"{name}: the page is {wide} px wide at a phone's 390"
         for each in page.get_by_role("tab").all():  # the nav: every tab in sight, one line
             box = each.bounding_box()
-            assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
             assert box["height"] < 48, f"{each.inner_text()!r} wraps: {box}"
     page.screenshot(path=shots / "phone.png", full_page=False)

@@ -618,9 +618,17 @@
   const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", ...SESSION_KINDS];
   const agentSource = new EventSource(base + "/events");
   for (const kind of AGENT_KINDS) agentSource.addEventListener(kind, onAgentEvent);
+  let reconnecting = false;
   agentSource.addEventListener("open", () => {
     notice("Live");
     document.body.dataset.live = "true";
+    if (reconnecting) {
+      // The Agent's stream is live only (no Last-Event-ID): what happened while the page
+      // was away (a wake-up fired, a fact decided) is read again from the views.
+      const view = tabs.find((t) => t.getAttribute("aria-selected") === "true").id.slice(4);
+      if (loaders[view]) loaders[view]().catch(failed);
+    }
+    reconnecting = true;
   });
   agentSource.addEventListener("error", () => {
     if (leaving) return;
