@@ -391,8 +391,10 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
 def test_forget_removes_the_fact(page: Page) -> None:
     page.get_by_role("tab", name="Memory").click()
     fact = page.locator("li.fact", has_text="green tea")
-    fact.get_by_role("button", name="Forget").click()
+    fact.get_by_role("button", name="Forget").press("Enter")  # from the keyboard
     expect(fact).to_have_count(0)
+    expect(page.locator("#live")).to_contain_text("Forgotten")
+    expect(page.locator("#view-memory :focus")).to_have_count(1)  # focus not lost to <body>
 
 
 def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path) -> None:
@@ -406,10 +408,12 @@ def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path)
     row = page.locator('tr[data-wakeup="hourly"]')
     expect(row.locator(".state")).to_have_text("active")
     expect(row.locator(".next")).not_to_have_text("—")
-    page.get_by_role("button", name="Pause hourly").click()
+    page.get_by_role("button", name="Pause hourly").press("Enter")  # from the keyboard
     expect(row).to_have_attribute("data-state", "paused")
-    page.get_by_role("button", name="Resume hourly").click()
+    expect(page.get_by_role("button", name="Resume hourly")).to_be_focused()  # (redrawn)
+    page.keyboard.press("Enter")
     expect(row).to_have_attribute("data-state", "active")
+    expect(page.get_by_role("button", name="Pause hourly")).to_be_focused()
     response = api.post(f"{site.url}/agents/{AGENT}/notify", data={"name": "ping"})
     assert response.json() == {"fired": 1}
     fired = page.locator("#fired li.fired-session").first
@@ -425,12 +429,17 @@ def test_after_a_blip_the_page_reads_its_view_again(page: Page, site: Site) -> N
     page.get_by_role("tab", name="Wake-ups").click()
     runs = page.locator('tr[data-wakeup="ping"] td').nth(2)
     expect(runs).to_have_text("1")
+    pause = page.get_by_role("button", name="Pause hourly")
+    pause.focus()  # a keyboard user, on a row the redraw replaces
+    drawn = pause.element_handle()
     with site.away():
         expect(page.locator("body")).to_have_attribute("data-live", "false")
         fired = page.request.post(f"{site.direct}/agents/{AGENT}/notify", data={"name": "ping"})
         assert fired.json() == {"fired": 1}
     expect(page.locator("body")).to_have_attribute("data-live", "true")
     expect(runs).to_have_text("2")
+    page.wait_for_function("row => !row.isConnected", arg=drawn)  # (drawn again)
+    expect(pause).to_be_focused()  # the keyboard's place is kept
 
 
 def test_a_wakeup_added_through_the_form(page: Page, shots: Path) -> None:

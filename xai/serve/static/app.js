@@ -39,6 +39,20 @@
     return data;
   }
 
+  /** Replace the items of ``list`` keeping the keyboard's place: a redraw (a live update,
+   * a reconnect) must not drop the focus to <body>. Items are matched by their ``key``
+   * attribute, buttons by their place in the item. */
+  function redraw(list, items, key) {
+    const focused = document.activeElement;
+    const item = focused && list.contains(focused) ? focused.closest(`[${key}]`) : null;
+    const index = item ? Array.from(item.querySelectorAll("button")).indexOf(focused) : -1;
+    list.replaceChildren(...items);
+    if (index < 0) return;
+    const again = list.querySelector(`[${key}="${CSS.escape(item.getAttribute(key))}"]`);
+    const button = again && again.querySelectorAll("button")[index];
+    if (button) button.focus();
+  }
+
   const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "—");
   const number = (n) => Number(n || 0).toLocaleString();
 
@@ -381,8 +395,15 @@
     forget.setAttribute("aria-label", "Forget: " + fact.text);
     forget.addEventListener("click", async () => {
       try {
+        const at = Array.from($("facts").children).findIndex((li) => li.dataset.fact === fact.id);
         await api("DELETE", "/facts/" + encodeURIComponent(fact.id));
         await loadFacts();
+        notice("Forgotten: " + fact.text);
+        // The list is drawn again: the keyboard goes on from the fact now in its place
+        // (its Details, not its Forget: a second Enter must not forget another), else
+        // from the heading, never lost to <body>.
+        const next = $("facts").children[Math.max(0, Math.min(at, $("facts").children.length - 1))];
+        (next ? next.querySelector("button") : $("facts-title")).focus();
       } catch (error) {
         failed(error);
       }
@@ -393,7 +414,7 @@
 
   async function loadFacts() {
     const facts = await api("GET", "/facts");
-    $("facts").replaceChildren(...facts.map(factItem));
+    redraw($("facts"), facts.map(factItem), "data-fact");
     $("facts-empty").hidden = facts.length > 0;
   }
   loaders.memory = loadFacts;
@@ -425,7 +446,7 @@
     toggle.addEventListener("click", async () => {
       try {
         await api("POST", `/wakeups/${encodeURIComponent(w.id)}/${w.paused ? "resume" : "pause"}`);
-        await loadWakeups();
+        await loadWakeups();  // (drawn again: the keyboard stays on this wake-up's button)
       } catch (error) {
         failed(error);
       }
@@ -438,7 +459,7 @@
 
   async function loadWakeups() {
     const list = await api("GET", "/wakeups");
-    $("wakeups").tBodies[0].replaceChildren(...list.map(wakeupRow));
+    redraw($("wakeups").tBodies[0], list.map(wakeupRow), "data-wakeup");
     $("wakeups-empty").hidden = list.length > 0;
   }
   loaders.wakeups = loadWakeups;
