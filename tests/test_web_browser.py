@@ -243,12 +243,17 @@ def page(browser: Browser, site: Site) -> Iterator[Page]:
     expect.set_options(timeout=WAIT_MS)
     page = context.new_page()
     errors: list[str] = []
+    requested: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: requested.append(request.url))
     page.goto(f"{site.url}/?agent={AGENT}")
     expect(page.locator("body")).to_have_attribute("data-live", "true")
     yield page
     context.close()
     assert not errors, errors
+    # Offline: everything the page ever asked for came from the gateway (no CDN, no font).
+    elsewhere = [url for url in requested if not url.startswith(f"{site.url}/")]
+    assert not elsewhere, elsewhere
 
 
 def open_session(page: Page, purpose: str) -> None:
@@ -278,13 +283,20 @@ def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) ->
     turn = turn_of(page, "What's the weather in Paris and Tokyo?")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user")).to_contain_text("weather in Paris and Tokyo")
-    expect(turn.locator(".thinking").first).to_contain_text("Two cities")
+    thinking = turn.locator("details.thinking").first  # apart from the answer, folded
+    expect(thinking.locator("summary")).to_have_text("Thinking")
+    expect(thinking.locator("p")).to_be_hidden()
+    thinking.locator("summary").press("Enter")  # unfolded from the keyboard
+    expect(thinking.locator("p")).to_be_visible()
+    expect(thinking.locator("p")).to_contain_text("Two cities")
     tools = turn.locator("li.tool")
     expect(tools).to_have_count(2)
     expect(tools.first).to_have_attribute("data-state", "done")
     expect(tools.first.locator(".args")).to_contain_text('{"city":"Paris"}')
     expect(tools.first.locator(".result")).to_contain_text("condition")
     expect(turn).to_contain_text("Here is what I found")
+    said = turn.locator(".msg.assistant > .text").all_inner_texts()
+    assert not any("Two cities" in text for text in said), said  # not in the answer
     page.screenshot(path=shots / "chat.png", full_page=True)
 
 
@@ -372,6 +384,7 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
     turn = turn_of(page, "green tea")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user .text")).to_have_text(SCRIPT)
+    session = page.locator("#session-line").inner_text().removeprefix("Session ")
     page.get_by_role("button", name="Close Session").click()
     expect(page.locator("#transcript")).to_contain_text("Session closed")
     page.get_by_role("tab", name="Memory").click()
@@ -379,9 +392,15 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
     expect(fact.locator(".text")).to_have_text(f"The user likes {SCRIPT[7:]}.")
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("window.xss") is None
+    terms, values = fact.locator("dt").all_inner_texts(), fact.locator("dd").all_inner_texts()
+    shown = dict(zip(terms, values, strict=True))
+    assert shown.keys() >= {"Tier", "Count", "First seen", "Last seen", "Valid"}, shown
+    assert shown["Count"] == "1" and shown["Valid"].endswith("now"), shown
     fact.get_by_role("button", name="Details").click()
     expect(fact.locator(".evidence")).to_contain_text(SCRIPT)
-    expect(fact.locator(".history")).to_contain_text("add")
+    expect(fact.locator(".evidence")).to_contain_text(f"session {session}")  # where it was said
+    expect(fact.locator(".history li").first).to_contain_text("add")
+    expect(fact.locator(".history li").first).to_contain_text(f"session {session}")  # the cause
     page.get_by_label("Search memory").fill("green tea")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#hits li").first).to_contain_text("green tea")
