@@ -308,6 +308,11 @@ def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> 
     expect(call.locator(".helper")).to_contain_text("(helper) Done")
     expect(call).to_have_attribute("data-state", "done")
     turn.screenshot(path=shots / "helper.png")
+    page.reload()  # the helper is read again from its own stream, nested again
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    expect(call.locator(".helper li.turn")).to_have_count(1)
+    expect(call.locator(".helper")).to_contain_text("(helper) Done")
+    expect(call.locator(".helper li.turn")).to_have_attribute("data-status", "completed")
 
 
 def test_a_failed_tool_call_shows_its_error_as_text(page: Page, shots: Path) -> None:

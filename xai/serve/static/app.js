@@ -115,7 +115,8 @@
       leaving = true;
     });
   }
-  const helpers = new Map(); // helper Session id -> its turn view (nested in a tool call)
+  const helpers = new Map(); // helper Session id -> its stream and view (nested in a call)
+  const helpersKey = (sessionId) => storageKey + ":helpers:" + sessionId;
 
   function setComposer(open, running) {
     $("message").disabled = !open;
@@ -279,6 +280,7 @@
   function follow(sessionId) {
     if (source) source.close();
     session = sessionId;
+    dropHelpers();
     sessionStorage.setItem(storageKey, sessionId);
     lastSeq = 0;
     turn = null;
@@ -290,6 +292,10 @@
     // (Last-Event-ID) when the connection drops.
     source = new EventSource(`${base}/sessions/${encodeURIComponent(sessionId)}/events`);
     for (const kind of SESSION_KINDS) source.addEventListener(kind, onSessionEvent);
+    // Its helpers seen before a reload: read again, each nested once its call is shown.
+    for (const saved of JSON.parse(sessionStorage.getItem(helpersKey(sessionId)) || "[]")) {
+      addHelper(saved.id, saved.task);
+    }
     source.addEventListener("open", () => transcript.setAttribute("aria-busy", "false"));
     source.addEventListener("error", (event) => {
       if (leaving) return; // a reload or a new page: the Session is followed again there
@@ -313,6 +319,7 @@
     if (source) source.close();
     source = null;
     sessionStorage.removeItem(storageKey);
+    if (session) sessionStorage.removeItem(helpersKey(session));
     setComposer(false, false);
   }
 
@@ -578,6 +585,37 @@
     else if (helper.view) render(helper.view, body);
   }
 
+  /** Follow helper ``id`` of this Session (its ``task``) on its own event stream, which
+   * the host keeps from its first event: resumable like the Session's, and read again
+   * after a reload (the tab keeps the helpers' ids with the Session's). */
+  function addHelper(id, task) {
+    if (helpers.has(id)) return;
+    const helper = { task, container: null, view: null, queue: [], lastSeq: 0, source: null };
+    helpers.set(id, helper);
+    const saved = JSON.parse(sessionStorage.getItem(helpersKey(session)) || "[]");
+    if (!saved.some((h) => h.id === id)) {
+      saved.push({ id, task });
+      sessionStorage.setItem(helpersKey(session), JSON.stringify(saved));
+    }
+    const stream = new EventSource(`${base}/sessions/${encodeURIComponent(id)}/events`);
+    helper.source = stream;
+    const onEvent = (message) => {
+      const data = JSON.parse(message.data);
+      if (data.seq <= helper.lastSeq) return; // (shown already)
+      helper.lastSeq = data.seq;
+      if (data.event.type === "session_closed") stream.close(); // nothing more will come
+      if (helper.container) helperEvent(helper, data.event);
+      else helper.queue.push(data.event);
+    };
+    for (const kind of SESSION_KINDS) stream.addEventListener(kind, onEvent);
+    nestHelpers();
+  }
+
+  function dropHelpers() {
+    for (const helper of helpers.values()) if (helper.source) helper.source.close();
+    helpers.clear();
+  }
+
   /** Put each helper not yet shown under the running delegate call of its task. */
   function nestHelpers() {
     for (const [id, helper] of helpers) {
@@ -603,9 +641,8 @@
       case "session_opened":
         if (body.parent_id && body.parent_id === session) {
           // A helper of this Session: nested under its delegate call, now or once that
-          // call is shown (the two streams are separate connections: either may be first).
-          helpers.set(id, { task: body.purpose, container: null, view: null, queue: [] });
-          nestHelpers();
+          // call is shown (separate connections: either may come first).
+          addHelper(id, body.purpose);
         } else if (!body.parent_id && body.origin === "agent") {
           firedItem(id, body.purpose);
           if (visible("wakeups")) loadWakeups().catch(failed);
@@ -626,10 +663,8 @@
         if (visible("memory")) loadFacts().catch(failed);
         break;
       default: {
-        const helper = helpers.get(id);
-        if (helper && !helper.container) helper.queue.push(body);
-        else if (helper) helperEvent(helper, body);
-        else if (fired.has(id) && body.type === "text_delta") {
+        // (A helper's events come on its own stream.)
+        if (fired.has(id) && body.type === "text_delta") {
           fired.get(id).querySelector(".answer").append(body.text);
         }
       }
