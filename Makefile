@@ -25,8 +25,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The browser tests save a screenshot of each view of the web page in $XAI_ARTIFACTS: here,
+# artifacts/web (ignored by git) unless it is set, for CI to keep.
 test: $(STAMP)
-	$(BIN)/pytest
+	XAI_ARTIFACTS="$${XAI_ARTIFACTS:-artifacts/web}" $(BIN)/pytest
 
 check: lint typecheck browser test
 

@@ -14,7 +14,7 @@ import pytest
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from xai.agent import AgentConfig, AgentHost, FakeClock, OpenSession
-from xai.events import TurnDone
+from xai.events import AgentEvent, SessionClosed, SessionOpened, TurnDone, TurnStarted
 from xai.exceptions import ConfigurationError
 from xai.messages import TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
@@ -31,9 +31,15 @@ def waits(body: Mapping[str, Any]) -> Reply | None:
     return None
 
 
+def delegates(body: Mapping[str, Any]) -> Reply | None:
+    if not is_side_request(body) and last_content(body) == "delegate it":
+        return Reply(tool_calls=(ScriptedCall(name="delegate", arguments={"task": "a sub-task"}),))
+    return None
+
+
 @pytest.fixture
 def scripted(openai_server: OpenAIWireServer) -> OpenAIWireServer:
-    for responder in (waits, extraction_responder, judge_adds, echo):
+    for responder in (waits, delegates, extraction_responder, judge_adds, echo):
         openai_server.script.add_responder(responder)
     return openai_server
 
@@ -189,3 +195,30 @@ async def test_another_host_that_takes_a_suspended_agent_over_goes_on_with_its_s
         after = await until_done(second, session, before[-1])
         assert after[0] == before[-1] + 1  # (events after the first turn's end come too)
         assert (await until_done(second, session, 0))[: len(before)] == before
+
+
+async def test_a_helper_of_a_streamed_session_is_streamed_from_its_first_event(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """A reader that comes back once the helper has closed (a reloaded web page) reads its
+    whole stream, as it reads its parent's."""
+    async with AgentHost(tmp_path, lambda _: provider) as host:
+        agent = await host.agent("ada")
+        helpers: list[str | None] = []
+
+        def heard(event: AgentEvent) -> None:
+            if isinstance(event.event, SessionOpened) and event.event.parent_id is not None:
+                helpers.append(event.session_id)
+
+        stop = agent.listen(heard)
+        info = await host.open_session("ada", OpenSession())  # streamed
+        outcome = await host.send("ada", info.session_id, "delegate it")
+        stop()
+        assert outcome.status is TurnStatus.COMPLETED and outcome.text == "echo: echo: a sub-task"
+        [helper] = helpers
+        assert helper is not None
+        with anyio.fail_after(20):  # a guard against a hang, not a wait
+            events = [e.event async for e in await host.events("ada", helper)]  # until closed
+        assert isinstance(events[0], TurnStarted) and isinstance(events[-1], SessionClosed)
+        done = [e.outcome.text for e in events if isinstance(e, TurnDone)]
+        assert done == ["echo: a sub-task"]

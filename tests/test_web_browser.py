@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.abc
@@ -38,6 +38,7 @@ WAIT_MS = 30_000
 AGENT = "web"
 PREFIX = "/embedded"
 STORY = "Once upon a time " + " ".join(f"word{i}" for i in range(400))
+TOKEN = "s3cret-token"
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
 try:
@@ -90,6 +91,8 @@ class Relay:
     def __init__(self, port: int) -> None:
         self.port = port
         self.scopes: set[anyio.CancelScope] = set()
+        self.open = anyio.Event()
+        self.open.set()
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
@@ -104,6 +107,7 @@ class Relay:
                     await sink.send(data)
             scope.cancel()  # one side ended: so does the other
 
+        await self.open.wait()  # (held: the browser's new connections wait here)
         async with client, await anyio.connect_tcp("127.0.0.1", self.port) as server:
             with anyio.CancelScope() as scope:
                 self.scopes.add(scope)
@@ -118,9 +122,28 @@ class Relay:
         for scope in list(self.scopes):
             scope.cancel()
 
+    def hold(self) -> None:
+        """Cut every connection, and keep the new ones waiting until ``release``."""
+        self.open = anyio.Event()
+        self.cut()
+
+    def release(self) -> None:
+        self.open.set()
+
+
+class Served(NamedTuple):
+    url: str
+    """The gateway through the relay: what the browser uses."""
+    direct: str
+    """The gateway itself (what the relay connects to)."""
+    login: str
+    """With a token, bound beyond loopback (0.0.0.0): the one-time login link."""
+    gate: Gate
+    relay: Relay
+
 
 @asynccontextmanager
-async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[str, Gate, Relay]]:
+async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[Served]:
     gate = Gate()
     provider = model.provider()
     async with (
@@ -140,22 +163,29 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[tuple[st
         app = Starlette(routes=[Mount(PREFIX, app=gateway), Mount("/", app=gateway)])
         group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
+        # The same Agents served beyond loopback, as `XAI_SERVE_TOKEN=... xai serve --host
+        # 0.0.0.0` does: a token, and the one-time link it prints.
+        tokened = create_app(LocalBackend(host), token=TOKEN)
+        listening = anyio.Event()
+        group.start_soon(partial(serve_app, tokened, "0.0.0.0", 0, ready=ready, stop=stop))
+        await listening.wait()
+        login = f"{urls[1]}/login?key={tokened.state.guard.login_key}"
         relay = Relay(int(urls[0].rsplit(":", 1)[1]))
         port = await group.start(relay.serve)
         try:
-            yield f"http://127.0.0.1:{port}", gate, relay
+            yield Served(f"http://127.0.0.1:{port}", urls[0], login, gate, relay)
         finally:
             stop.set()
             group.cancel_scope.cancel()  # the relay
 
 
 class Site:
-    def __init__(
-        self, url: str, gate: Gate, relay: Relay, portal: anyio.from_thread.BlockingPortal
-    ) -> None:
-        self.url = url
-        self.gate = gate
-        self.relay = relay
+    def __init__(self, served: Served, portal: anyio.from_thread.BlockingPortal) -> None:
+        self.url = served.url
+        self.direct = served.direct
+        self.login = served.login
+        self.gate = served.gate
+        self.relay = served.relay
         self.portal = portal
 
     def open_gate(self) -> None:
@@ -164,6 +194,15 @@ class Site:
     def cut(self) -> None:
         """Drop every connection of the browser (it reconnects)."""
         self.portal.call(self.relay.cut)
+
+    @contextlib.contextmanager
+    def away(self) -> Iterator[None]:
+        """The browser is cut off (every connection dropped, new ones wait) in the block."""
+        self.portal.call(self.relay.hold)
+        try:
+            yield
+        finally:
+            self.portal.call(self.relay.release)
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +213,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         model.script.add_responder(demo_model)
         with (
             anyio.from_thread.start_blocking_portal("asyncio") as portal,
-            portal.wrap_async_context_manager(serving(root, model)) as (url, gate, relay),
+            portal.wrap_async_context_manager(serving(root, model)) as served,
         ):
-            yield Site(url, gate, relay, portal)
+            yield Site(served, portal)
 
 
 @pytest.fixture(scope="module")
@@ -204,12 +243,17 @@ def page(browser: Browser, site: Site) -> Iterator[Page]:
     expect.set_options(timeout=WAIT_MS)
     page = context.new_page()
     errors: list[str] = []
+    requested: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: requested.append(request.url))
     page.goto(f"{site.url}/?agent={AGENT}")
     expect(page.locator("body")).to_have_attribute("data-live", "true")
     yield page
     context.close()
     assert not errors, errors
+    # Offline: everything the page ever asked for came from the gateway (no CDN, no font).
+    elsewhere = [url for url in requested if not url.startswith(f"{site.url}/")]
+    assert not elsewhere, elsewhere
 
 
 def open_session(page: Page, purpose: str) -> None:
@@ -239,13 +283,20 @@ def test_chat_streams_answer_thinking_and_tool_calls(page: Page, shots: Path) ->
     turn = turn_of(page, "What's the weather in Paris and Tokyo?")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user")).to_contain_text("weather in Paris and Tokyo")
-    expect(turn.locator(".thinking").first).to_contain_text("Two cities")
+    thinking = turn.locator("details.thinking").first  # apart from the answer, folded
+    expect(thinking.locator("summary")).to_have_text("Thinking")
+    expect(thinking.locator("p")).to_be_hidden()
+    thinking.locator("summary").press("Enter")  # unfolded from the keyboard
+    expect(thinking.locator("p")).to_be_visible()
+    expect(thinking.locator("p")).to_contain_text("Two cities")
     tools = turn.locator("li.tool")
     expect(tools).to_have_count(2)
     expect(tools.first).to_have_attribute("data-state", "done")
     expect(tools.first.locator(".args")).to_contain_text('{"city":"Paris"}')
     expect(tools.first.locator(".result")).to_contain_text("condition")
     expect(turn).to_contain_text("Here is what I found")
+    said = turn.locator(".msg.assistant > .text").all_inner_texts()
+    assert not any("Two cities" in text for text in said), said  # not in the answer
     page.screenshot(path=shots / "chat.png", full_page=True)
 
 
@@ -257,6 +308,11 @@ def test_delegated_helper_nests_under_its_tool_call(page: Page, shots: Path) -> 
     expect(call.locator(".helper")).to_contain_text("(helper) Done")
     expect(call).to_have_attribute("data-state", "done")
     turn.screenshot(path=shots / "helper.png")
+    page.reload()  # the helper is read again from its own stream, nested again
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    expect(call.locator(".helper li.turn")).to_have_count(1)
+    expect(call.locator(".helper")).to_contain_text("(helper) Done")
+    expect(call.locator(".helper li.turn")).to_have_attribute("data-status", "completed")
 
 
 def test_a_failed_tool_call_shows_its_error_as_text(page: Page, shots: Path) -> None:
@@ -333,6 +389,7 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
     turn = turn_of(page, "green tea")
     expect(turn).to_have_attribute("data-status", "completed")
     expect(turn.locator(".msg.user .text")).to_have_text(SCRIPT)
+    session = page.locator("#session-line").inner_text().removeprefix("Session ")
     page.get_by_role("button", name="Close Session").click()
     expect(page.locator("#transcript")).to_contain_text("Session closed")
     page.get_by_role("tab", name="Memory").click()
@@ -340,9 +397,15 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
     expect(fact.locator(".text")).to_have_text(f"The user likes {SCRIPT[7:]}.")
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("window.xss") is None
+    terms, values = fact.locator("dt").all_inner_texts(), fact.locator("dd").all_inner_texts()
+    shown = dict(zip(terms, values, strict=True))
+    assert shown.keys() >= {"Tier", "Count", "First seen", "Last seen", "Valid"}, shown
+    assert shown["Count"] == "1" and shown["Valid"].endswith("now"), shown
     fact.get_by_role("button", name="Details").click()
     expect(fact.locator(".evidence")).to_contain_text(SCRIPT)
-    expect(fact.locator(".history")).to_contain_text("add")
+    expect(fact.locator(".evidence")).to_contain_text(f"session {session}")  # where it was said
+    expect(fact.locator(".history li").first).to_contain_text("add")
+    expect(fact.locator(".history li").first).to_contain_text(f"session {session}")  # the cause
     page.get_by_label("Search memory").fill("green tea")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#hits li").first).to_contain_text("green tea")
@@ -352,8 +415,10 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
 def test_forget_removes_the_fact(page: Page) -> None:
     page.get_by_role("tab", name="Memory").click()
     fact = page.locator("li.fact", has_text="green tea")
-    fact.get_by_role("button", name="Forget").click()
+    fact.get_by_role("button", name="Forget").press("Enter")  # from the keyboard
     expect(fact).to_have_count(0)
+    expect(page.locator("#live")).to_contain_text("Forgotten")
+    expect(page.locator("#view-memory :focus")).to_have_count(1)  # focus not lost to <body>
 
 
 def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path) -> None:
@@ -367,10 +432,12 @@ def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path)
     row = page.locator('tr[data-wakeup="hourly"]')
     expect(row.locator(".state")).to_have_text("active")
     expect(row.locator(".next")).not_to_have_text("—")
-    page.get_by_role("button", name="Pause hourly").click()
+    page.get_by_role("button", name="Pause hourly").press("Enter")  # from the keyboard
     expect(row).to_have_attribute("data-state", "paused")
-    page.get_by_role("button", name="Resume hourly").click()
+    expect(page.get_by_role("button", name="Resume hourly")).to_be_focused()  # (redrawn)
+    page.keyboard.press("Enter")
     expect(row).to_have_attribute("data-state", "active")
+    expect(page.get_by_role("button", name="Pause hourly")).to_be_focused()
     response = api.post(f"{site.url}/agents/{AGENT}/notify", data={"name": "ping"})
     assert response.json() == {"fired": 1}
     fired = page.locator("#fired li.fired-session").first
@@ -378,6 +445,25 @@ def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path)
     expect(fired.locator(".answer")).to_contain_text("Good morning")
     expect(fired).to_have_attribute("data-state", "closed")
     expect(page.locator('tr[data-wakeup="ping"] td').nth(2)).to_have_text("1")
+
+
+def test_after_a_blip_the_page_reads_its_view_again(page: Page, site: Site) -> None:
+    """The Agent's stream is live only: what happened while the browser was away (here a
+    wake-up fired) shows once the stream reconnects, the view read again from the server."""
+    page.get_by_role("tab", name="Wake-ups").click()
+    runs = page.locator('tr[data-wakeup="ping"] td').nth(2)
+    expect(runs).to_have_text("1")
+    pause = page.get_by_role("button", name="Pause hourly")
+    pause.focus()  # a keyboard user, on a row the redraw replaces
+    drawn = pause.element_handle()
+    with site.away():
+        expect(page.locator("body")).to_have_attribute("data-live", "false")
+        fired = page.request.post(f"{site.direct}/agents/{AGENT}/notify", data={"name": "ping"})
+        assert fired.json() == {"fired": 1}
+    expect(page.locator("body")).to_have_attribute("data-live", "true")
+    expect(runs).to_have_text("2")
+    page.wait_for_function("row => !row.isConnected", arg=drawn)  # (drawn again)
+    expect(pause).to_be_focused()  # the keyboard's place is kept
 
 
 def test_a_wakeup_added_through_the_form(page: Page, shots: Path) -> None:
@@ -450,6 +536,43 @@ def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
     assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
 
 
+def test_beyond_loopback_the_one_time_link_logs_the_browser_in(
+    browser: Browser, site: Site
+) -> None:
+    """Bound to 0.0.0.0 with a token: a browser without it is refused; the one-time link
+    printed at start-up sets the cookie that stands for the token, and the whole page works
+    on it (both event streams, the CSRF-checked writes); the link is then spent."""
+    origin = site.login.split("/login", 1)[0]
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        refused = page.goto(f"{origin}/")
+        assert refused is not None and refused.status == 401
+        page.goto(site.login)
+        expect(page).to_have_url(re.compile(re.escape(f"{origin}/") + "(#chat)?$"))
+        expect(page.locator("body")).to_have_attribute("data-live", "true")
+        open_session(page, "behind a token")
+        send(page, "What's the weather in Paris and Tokyo?")
+        turn = turn_of(page, "What's the weather in Paris and Tokyo?")
+        expect(turn).to_have_attribute("data-status", "completed")
+        expect(turn).to_contain_text("Here is what I found")
+        [cookie] = context.cookies()
+        assert cookie["name"] == "xai_token" and cookie["httpOnly"]
+        assert TOKEN not in cookie["value"]
+    finally:
+        context.close()
+    assert not errors, errors
+    other = browser.new_context()
+    try:
+        spent = other.new_page().goto(site.login)
+        assert spent is not None and spent.status == 401
+    finally:
+        other.close()
+
+
 def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     page.get_by_role("tab", name="Usage").focus()
@@ -460,6 +583,14 @@ def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     expect(page.get_by_role("tab", name="Memory")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#view-memory")).to_be_visible()
     page.keyboard.press("ArrowLeft")
-    wide = page.evaluate("document.documentElement.scrollWidth")
-    assert wide <= 390, f"the page is {wide} px wide at a phone's 390"
+    for name in ("Memory", "Wake-ups", "Usage", "Chat"):  # each view, full of the tests' data
+        tab = page.get_by_role("tab", name=name)
+        tab.click()
+        expect(tab).to_have_attribute("aria-selected", "true")
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 390, f"{name}: the page is {wide} px wide at a phone's 390"
+        for each in page.get_by_role("tab").all():  # the nav: every tab in sight, one line
+            box = each.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+            assert box["height"] < 48, f"{each.inner_text()!r} wraps: {box}"
     page.screenshot(path=shots / "phone.png", full_page=False)

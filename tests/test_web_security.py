@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 
 from tests.example_helpers import offline_env
 from xai.agent import AgentHost
@@ -121,6 +121,26 @@ async def test_a_write_from_another_site_is_refused(
         # An API client (no browser's headers at all) is not a browser: it goes on working.
         assert (await client.post("/agents/ada/sessions", json={})).status_code == 201
         assert (await client.delete(f"/agents/ada/sessions/{session}")).status_code == 204
+
+
+async def test_every_write_is_csrf_checked(tmp_path: Path, provider: OpenAIProvider) -> None:
+    """Every route that writes (any method but GET and HEAD), the API's and the page's: a
+    browser's write without the page's CSRF token is refused before it does anything."""
+    async with served(tmp_path, provider, None) as (client, app):
+        writes = [
+            (method, route.path)
+            for route in app.routes
+            if isinstance(route, Route)
+            for method in sorted(route.methods or ())
+            if method not in ("GET", "HEAD")
+        ]
+        assert len(writes) >= 9, writes
+        for method, path in writes:
+            url = re.sub(r"\{\w+\}", "x", path)
+            for browser in ({"Origin": "https://evil.example"}, {"X-XAI-CSRF": "guess"}):
+                response = await client.request(method, url, content=b"{}", headers=browser)
+                assert response.status_code == 403, (method, path, response.text)
+        assert (await client.get("/agents/x/wakeups")).json() == []  # nothing was added
 
 
 async def test_the_page_escapes_what_it_shows(tmp_path: Path, provider: OpenAIProvider) -> None:

@@ -454,12 +454,20 @@ class AgentHost:
         """Heard as the Agent publishes it: a Session it reopened (a restart, a reopen
         after a suspend) that the host streams, or streamed before the process restarted
         (its log is there), goes on in its stream from its first event (the end of a turn
-        the process died in, say)."""
+        the process died in, say). A helper a streamed Session delegates to is streamed
+        too, from its first event: a reader that comes back (a reloaded web page) reads it
+        as it reads its parent."""
         session_id = event.session_id
-        if not isinstance(event.event, SessionOpened) or not event.event.resumed:
+        opened = event.event
+        if not isinstance(opened, SessionOpened):
             return
         session = agent.sessions.get(session_id) if session_id is not None else None
         if session is None:
+            return
+        if not opened.resumed:
+            parent = opened.parent_id
+            if parent is not None and (agent.id, parent) in self._streams:
+                self._stream_of(agent.id, session)  # (before its first turn: none is missed)
             return
         stream = self._streams.get((agent.id, session.id))
         if stream is None:

@@ -39,6 +39,20 @@
     return data;
   }
 
+  /** Replace the items of ``list`` keeping the keyboard's place: a redraw (a live update,
+   * a reconnect) must not drop the focus to <body>. Items are matched by their ``key``
+   * attribute, buttons by their place in the item. */
+  function redraw(list, items, key) {
+    const focused = document.activeElement;
+    const item = focused && list.contains(focused) ? focused.closest(`[${key}]`) : null;
+    const index = item ? Array.from(item.querySelectorAll("button")).indexOf(focused) : -1;
+    list.replaceChildren(...items);
+    if (index < 0) return;
+    const again = list.querySelector(`[${key}="${CSS.escape(item.getAttribute(key))}"]`);
+    const button = again && again.querySelectorAll("button")[index];
+    if (button) button.focus();
+  }
+
   const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "—");
   const number = (n) => Number(n || 0).toLocaleString();
 
@@ -101,7 +115,8 @@
       leaving = true;
     });
   }
-  const helpers = new Map(); // helper Session id -> its turn view (nested in a tool call)
+  const helpers = new Map(); // helper Session id -> its stream and view (nested in a call)
+  const helpersKey = (sessionId) => storageKey + ":helpers:" + sessionId;
 
   function setComposer(open, running) {
     $("message").disabled = !open;
@@ -265,6 +280,7 @@
   function follow(sessionId) {
     if (source) source.close();
     session = sessionId;
+    dropHelpers();
     sessionStorage.setItem(storageKey, sessionId);
     lastSeq = 0;
     turn = null;
@@ -276,6 +292,10 @@
     // (Last-Event-ID) when the connection drops.
     source = new EventSource(`${base}/sessions/${encodeURIComponent(sessionId)}/events`);
     for (const kind of SESSION_KINDS) source.addEventListener(kind, onSessionEvent);
+    // Its helpers seen before a reload: read again, each nested once its call is shown.
+    for (const saved of JSON.parse(sessionStorage.getItem(helpersKey(sessionId)) || "[]")) {
+      addHelper(saved.id, saved.task);
+    }
     source.addEventListener("open", () => transcript.setAttribute("aria-busy", "false"));
     source.addEventListener("error", (event) => {
       if (leaving) return; // a reload or a new page: the Session is followed again there
@@ -299,6 +319,7 @@
     if (source) source.close();
     source = null;
     sessionStorage.removeItem(storageKey);
+    if (session) sessionStorage.removeItem(helpersKey(session));
     setComposer(false, false);
   }
 
@@ -381,8 +402,15 @@
     forget.setAttribute("aria-label", "Forget: " + fact.text);
     forget.addEventListener("click", async () => {
       try {
+        const at = Array.from($("facts").children).findIndex((li) => li.dataset.fact === fact.id);
         await api("DELETE", "/facts/" + encodeURIComponent(fact.id));
         await loadFacts();
+        notice("Forgotten: " + fact.text);
+        // The list is drawn again: the keyboard goes on from the fact now in its place
+        // (its Details, not its Forget: a second Enter must not forget another), else
+        // from the heading, never lost to <body>.
+        const next = $("facts").children[Math.max(0, Math.min(at, $("facts").children.length - 1))];
+        (next ? next.querySelector("button") : $("facts-title")).focus();
       } catch (error) {
         failed(error);
       }
@@ -393,7 +421,7 @@
 
   async function loadFacts() {
     const facts = await api("GET", "/facts");
-    $("facts").replaceChildren(...facts.map(factItem));
+    redraw($("facts"), facts.map(factItem), "data-fact");
     $("facts-empty").hidden = facts.length > 0;
   }
   loaders.memory = loadFacts;
@@ -425,7 +453,7 @@
     toggle.addEventListener("click", async () => {
       try {
         await api("POST", `/wakeups/${encodeURIComponent(w.id)}/${w.paused ? "resume" : "pause"}`);
-        await loadWakeups();
+        await loadWakeups();  // (drawn again: the keyboard stays on this wake-up's button)
       } catch (error) {
         failed(error);
       }
@@ -438,7 +466,7 @@
 
   async function loadWakeups() {
     const list = await api("GET", "/wakeups");
-    $("wakeups").tBodies[0].replaceChildren(...list.map(wakeupRow));
+    redraw($("wakeups").tBodies[0], list.map(wakeupRow), "data-wakeup");
     $("wakeups-empty").hidden = list.length > 0;
   }
   loaders.wakeups = loadWakeups;
@@ -557,6 +585,37 @@
     else if (helper.view) render(helper.view, body);
   }
 
+  /** Follow helper ``id`` of this Session (its ``task``) on its own event stream, which
+   * the host keeps from its first event: resumable like the Session's, and read again
+   * after a reload (the tab keeps the helpers' ids with the Session's). */
+  function addHelper(id, task) {
+    if (helpers.has(id)) return;
+    const helper = { task, container: null, view: null, queue: [], lastSeq: 0, source: null };
+    helpers.set(id, helper);
+    const saved = JSON.parse(sessionStorage.getItem(helpersKey(session)) || "[]");
+    if (!saved.some((h) => h.id === id)) {
+      saved.push({ id, task });
+      sessionStorage.setItem(helpersKey(session), JSON.stringify(saved));
+    }
+    const stream = new EventSource(`${base}/sessions/${encodeURIComponent(id)}/events`);
+    helper.source = stream;
+    const onEvent = (message) => {
+      const data = JSON.parse(message.data);
+      if (data.seq <= helper.lastSeq) return; // (shown already)
+      helper.lastSeq = data.seq;
+      if (data.event.type === "session_closed") stream.close(); // nothing more will come
+      if (helper.container) helperEvent(helper, data.event);
+      else helper.queue.push(data.event);
+    };
+    for (const kind of SESSION_KINDS) stream.addEventListener(kind, onEvent);
+    nestHelpers();
+  }
+
+  function dropHelpers() {
+    for (const helper of helpers.values()) if (helper.source) helper.source.close();
+    helpers.clear();
+  }
+
   /** Put each helper not yet shown under the running delegate call of its task. */
   function nestHelpers() {
     for (const [id, helper] of helpers) {
@@ -582,9 +641,8 @@
       case "session_opened":
         if (body.parent_id && body.parent_id === session) {
           // A helper of this Session: nested under its delegate call, now or once that
-          // call is shown (the two streams are separate connections: either may be first).
-          helpers.set(id, { task: body.purpose, container: null, view: null, queue: [] });
-          nestHelpers();
+          // call is shown (separate connections: either may come first).
+          addHelper(id, body.purpose);
         } else if (!body.parent_id && body.origin === "agent") {
           firedItem(id, body.purpose);
           if (visible("wakeups")) loadWakeups().catch(failed);
@@ -605,10 +663,8 @@
         if (visible("memory")) loadFacts().catch(failed);
         break;
       default: {
-        const helper = helpers.get(id);
-        if (helper && !helper.container) helper.queue.push(body);
-        else if (helper) helperEvent(helper, body);
-        else if (fired.has(id) && body.type === "text_delta") {
+        // (A helper's events come on its own stream.)
+        if (fired.has(id) && body.type === "text_delta") {
           fired.get(id).querySelector(".answer").append(body.text);
         }
       }
@@ -618,9 +674,17 @@
   const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", ...SESSION_KINDS];
   const agentSource = new EventSource(base + "/events");
   for (const kind of AGENT_KINDS) agentSource.addEventListener(kind, onAgentEvent);
+  let reconnecting = false;
   agentSource.addEventListener("open", () => {
     notice("Live");
     document.body.dataset.live = "true";
+    if (reconnecting) {
+      // The Agent's stream is live only (no Last-Event-ID): what happened while the page
+      // was away (a wake-up fired, a fact decided) is read again from the views.
+      const view = tabs.find((t) => t.getAttribute("aria-selected") === "true").id.slice(4);
+      if (loaders[view]) loaders[view]().catch(failed);
+    }
+    reconnecting = true;
   });
   agentSource.addEventListener("error", () => {
     if (leaving) return;
