@@ -137,7 +137,7 @@ class Served(NamedTuple):
     direct: str
     """The gateway itself (what the relay connects to)."""
     login: str
-    """With a token, bound beyond loopback (0.0.0.0): the one-time login link."""
+    """The gateway with a token (as ``xai serve`` beyond loopback): the one-time login link."""
     gate: Gate
     relay: Relay
 
@@ -163,11 +163,12 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[Served]:
         app = Starlette(routes=[Mount(PREFIX, app=gateway), Mount("/", app=gateway)])
         group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
-        # The same Agents served beyond loopback, as `XAI_SERVE_TOKEN=... xai serve --host
-        # 0.0.0.0` does: a token, and the one-time link it prints.
+        # The same Agents with a token and the one-time link, as `XAI_SERVE_TOKEN=... xai
+        # serve --host 0.0.0.0` serves them; bound to loopback, as every test server is
+        # (a gateway that has a token asks for it on every address).
         tokened = create_app(LocalBackend(host), token=TOKEN)
         listening = anyio.Event()
-        group.start_soon(partial(serve_app, tokened, "0.0.0.0", 0, ready=ready, stop=stop))
+        group.start_soon(partial(serve_app, tokened, "127.0.0.1", 0, ready=ready, stop=stop))
         await listening.wait()
         login = f"{urls[1]}/login?key={tokened.state.guard.login_key}"
         relay = Relay(int(urls[0].rsplit(":", 1)[1]))
@@ -536,10 +537,11 @@ def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
     assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
 
 
-def test_beyond_loopback_the_one_time_link_logs_the_browser_in(
+def test_with_a_token_the_one_time_link_logs_the_browser_in(
     browser: Browser, site: Site
 ) -> None:
-    """Bound to 0.0.0.0 with a token: a browser without it is refused; the one-time link
+    """A gateway with a token (what serving beyond loopback needs): a browser without it is
+    refused; the one-time link
     printed at start-up sets the cookie that stands for the token, and the whole page works
     on it (both event streams, the CSRF-checked writes); the link is then spent."""
     origin = site.login.split("/login", 1)[0]
