@@ -537,9 +537,7 @@ def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
     assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
 
 
-def test_with_a_token_the_one_time_link_logs_the_browser_in(
-    browser: Browser, site: Site
-) -> None:
+def test_with_a_token_the_one_time_link_logs_the_browser_in(browser: Browser, site: Site) -> None:
     """A gateway with a token (what serving beyond loopback needs): a browser without it is
     refused; the one-time link
     printed at start-up sets the cookie that stands for the token, and the whole page works
