@@ -151,15 +151,10 @@ class HostActor:
         """First an answer (``None``, or the failure refusing the read), then the
         ``SessionEvent``\\ s numbered above ``after``, until the Session closes: each item a
         batch (an encoded list) of the events there were when it was sent."""
-        try:
-            host = await self._running()
-            stream = await host.events(agent_id, session_id, after)
-        except XaiError as error:
-            yield failure_of(error)
-            return
-        yield answer(None)
-        async for batch in _batches(stream):
-            yield encode(batch)
+        async for item in _streamed(
+            self._running, lambda host: host.events(agent_id, session_id, after)
+        ):
+            yield item
 
     async def close_session(self, agent_id: str, session_id: str) -> bytes:
         try:
@@ -196,14 +191,10 @@ class HostActor:
     async def agent_events(self, agent_id: str) -> AsyncIterator[bytes]:
         """Like ``events``: first an answer, then batches of the Agent's ``AgentEvent``\\ s
         from now on, until the caller cancels the stream (``ray.cancel``)."""
-        try:
-            stream = await LocalBackend(await self._running()).agent_events(agent_id)
-        except XaiError as error:
-            yield failure_of(error)
-            return
-        yield answer(None)
-        async for batch in _batches(stream):
-            yield encode(batch)
+        async for item in _streamed(
+            self._running, lambda host: LocalBackend(host).agent_events(agent_id)
+        ):
+            yield item
 
     async def fact(self, agent_id: str, fact_id: str) -> bytes:
         return await self._page(lambda page: page.fact(agent_id, fact_id))
@@ -229,6 +220,22 @@ class HostActor:
 
 _BATCH = 256
 """At most this many events in one item of the event stream."""
+
+
+async def _streamed(
+    running: Callable[[], Awaitable[AgentHost]],
+    open_stream: Callable[[AgentHost], Awaitable[AsyncIterator[Any]]],
+) -> AsyncIterator[bytes]:
+    """A streaming call's items: the answer to opening the stream (``None``, or the failure
+    refusing it), then batches of its items, each encoded."""
+    try:
+        stream = await open_stream(await running())
+    except XaiError as error:
+        yield failure_of(error)
+        return
+    yield answer(None)
+    async for batch in _batches(stream):
+        yield encode(batch)
 
 
 async def _batches(stream: AsyncIterator[T]) -> AsyncIterator[list[T]]:
