@@ -18,6 +18,7 @@ HEAVY = (
     "httpx2",
     "chromadb",
     "onnxruntime",
+    "onnx",
     "tokenizers",
     "numpy",
     "starlette",
