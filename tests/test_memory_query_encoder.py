@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -112,3 +115,15 @@ async def test_an_embedder_without_a_query_encoder_embeds_the_question_as_a_docu
             return [[1.0, 0.0] for _ in texts]
 
     assert await query_embedding(Plain())("anything") == [1.0, 0.0]
+
+
+def test_the_search_bench_builds_a_small_store_and_ends_with_its_ratio(tmp_path: Path) -> None:
+    # It runs and its last line is the JSON the notes cite (nothing is timed here).
+    bench = Path(__file__).parent.parent / "bench" / "search.py"
+    store = tmp_path / "store"
+    args = [sys.executable, str(bench), "--store", str(store), "--build", "120", "--rounds", "1"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=50, check=False)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert figures["facts"] >= 120 and figures["episodes"] == 120
+    assert figures["query_vs_document_search_p50_ratio"] > 0
