@@ -21,6 +21,7 @@ import pytest
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from tests.ray_cluster import Cluster, listening_beyond_loopback, node_pin, ray
+from tests.serve_helpers import listening
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from tests.test_serve import consecutive, open_session, read, seqs, turns_done
@@ -30,7 +31,7 @@ from xai.config import LLMConfig
 from xai.events import SessionEvent, TurnDone
 from xai.messages import ToolMessage, UserMessage
 from xai.providers import OpenAIProvider, RetryPolicy
-from xai.serve import create_app, serve_app
+from xai.serve import create_app
 from xai.session import read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
@@ -253,22 +254,11 @@ async def test_a_killed_host_actor_restarts_its_agent_resumes_and_an_sse_reader_
 @asynccontextmanager
 async def gateway_of(hosts: RayHosts) -> AsyncIterator[httpx.AsyncClient]:
     """``xai serve --ray``: the gateway on 127.0.0.1 with RayHosts as its Backend."""
-    async with anyio.create_task_group() as group:
-        stop, listening = anyio.Event(), anyio.Event()
-        urls: list[str] = []
-
-        def ready(url: str) -> None:
-            urls.append(url)
-            listening.set()
-
-        app = create_app(hosts)
-        group.start_soon(functools.partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
-        await listening.wait()
-        try:
-            async with httpx.AsyncClient(base_url=urls[0], timeout=30) as client:
-                yield client
-        finally:
-            stop.set()
+    async with (
+        listening(create_app(hosts)) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        yield client
 
 
 async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from tests.example_helpers import offline_env
+from tests.serve_helpers import listening
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
 from xai.agent import AgentConfig, AgentHost, SessionStream
@@ -85,23 +85,10 @@ async def gateway(
     """The gateway on 127.0.0.1 (a free port) over an AgentHost, and a client of it."""
     async with (
         AgentHost(root, lambda _: provider, **host) as agents,
-        anyio.create_task_group() as group,
+        listening(create_app(LocalBackend(agents), token=token)) as url,
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
     ):
-        stop, listening = anyio.Event(), anyio.Event()
-        urls: list[str] = []
-
-        def ready(url: str) -> None:
-            urls.append(url)
-            listening.set()
-
-        app = create_app(LocalBackend(agents), token=token)
-        group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
-        await listening.wait()
-        try:
-            async with httpx.AsyncClient(base_url=urls[0], timeout=20) as client:
-                yield client, agents
-        finally:
-            stop.set()
+        yield client, agents
 
 
 async def read(

@@ -15,7 +15,6 @@ import re
 import shutil
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,10 +25,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from tests.serve_helpers import listening
 from tests.session_helpers import is_side_request, last_content
 from xai.agent import AgentHost
 from xai.cli._demo import get_weather
-from xai.serve import LocalBackend, create_app, serve_app
+from xai.serve import LocalBackend, create_app
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall, demo_model
 
 CHROMIUM = "/usr/bin/chromium"
@@ -146,38 +146,29 @@ class Served(NamedTuple):
 async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[Served]:
     gate = Gate()
     provider = model.provider()
+    # The gateway at / and, as an application embeds it, mounted at /embedded/ too; and the
+    # same Agents with a token and the one-time link, as `XAI_SERVE_TOKEN=... xai serve
+    # --host 0.0.0.0` serves them, bound to loopback as every test server is (a gateway
+    # that has a token asks for it on every address).
     async with (
         provider,
         AgentHost(root, lambda _: provider, tools=[get_weather, gate.gate, save_notes]) as host,
-        anyio.create_task_group() as group,
     ):
-        stop, listening = anyio.Event(), anyio.Event()
-        urls: list[str] = []
-
-        def ready(url: str) -> None:
-            urls.append(url)
-            listening.set()
-
-        # The gateway at / and, as an application embeds it, mounted at /embedded/ too.
         gateway = create_app(LocalBackend(host))
         app = Starlette(routes=[Mount(PREFIX, app=gateway), Mount("/", app=gateway)])
-        group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
-        await listening.wait()
-        # The same Agents with a token and the one-time link, as `XAI_SERVE_TOKEN=... xai
-        # serve --host 0.0.0.0` serves them; bound to loopback, as every test server is
-        # (a gateway that has a token asks for it on every address).
         tokened = create_app(LocalBackend(host), token=TOKEN)
-        listening = anyio.Event()
-        group.start_soon(partial(serve_app, tokened, "127.0.0.1", 0, ready=ready, stop=stop))
-        await listening.wait()
-        login = f"{urls[1]}/login?key={tokened.state.guard.login_key}"
-        relay = Relay(int(urls[0].rsplit(":", 1)[1]))
-        port = await group.start(relay.serve)
-        try:
-            yield Served(f"http://127.0.0.1:{port}", urls[0], login, gate, relay)
-        finally:
-            stop.set()
-            group.cancel_scope.cancel()  # the relay
+        async with (
+            listening(app) as url,
+            listening(tokened) as tokened_url,
+            anyio.create_task_group() as group,
+        ):
+            login = f"{tokened_url}/login?key={tokened.state.guard.login_key}"
+            relay = Relay(int(url.rsplit(":", 1)[1]))
+            port = await group.start(relay.serve)
+            try:
+                yield Served(f"http://127.0.0.1:{port}", url, login, gate, relay)
+            finally:
+                group.cancel_scope.cancel()  # the relay
 
 
 class Site:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -19,10 +18,11 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
 from tests.example_helpers import offline_env
+from tests.serve_helpers import listening
 from xai.agent import AgentHost
 from xai.exceptions import UsageError
 from xai.providers import OpenAIProvider
-from xai.serve import LocalBackend, create_app, running, serve_app
+from xai.serve import LocalBackend, create_app, running
 
 pytestmark = pytest.mark.anyio
 
@@ -38,21 +38,10 @@ def anyio_backend() -> str:
 async def served(
     root: Path, provider: OpenAIProvider, token: str | None
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Starlette]]:
-    async with AgentHost(root, lambda _: provider) as host, anyio.create_task_group() as group:
-        stop, listening, urls = anyio.Event(), anyio.Event(), []
-
-        def ready(url: str) -> None:
-            urls.append(url)
-            listening.set()
-
+    async with AgentHost(root, lambda _: provider) as host:
         app = create_app(LocalBackend(host), token=token)
-        group.start_soon(partial(serve_app, app, "127.0.0.1", 0, ready=ready, stop=stop))
-        await listening.wait()
-        try:
-            async with httpx.AsyncClient(base_url=urls[0], timeout=20) as client:
-                yield client, app
-        finally:
-            stop.set()
+        async with listening(app) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+            yield client, app
 
 
 def csrf_of(page: str) -> str:
