@@ -206,18 +206,29 @@ class LocalMiniLM:
         return self._single
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._cached(texts, self._cache, None)
+
+    def _cached(
+        self,
+        texts: Sequence[str],
+        cache: OrderedDict[str, list[float]],
+        session: Callable[[], Any] | None,
+    ) -> list[list[float]]:
+        """``texts``' vectors: those made recently from ``cache`` (the least recently used
+        dropped past ``cache_size``), the others run on ``session()``, else on the
+        document model's sessions."""
         with self._lock:
-            known = {t: self._cache[t] for t in texts if t in self._cache}
+            known = {t: cache[t] for t in texts if t in cache}
             for text in known:
-                self._cache.move_to_end(text)
+                cache.move_to_end(text)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self._run(missing), strict=True))
+            fresh = dict(zip(missing, self._run(missing, session and session()), strict=True))
             with self._lock:
                 for text, vector in fresh.items():
-                    self._cache[text] = vector
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                    cache[text] = vector
+                while len(cache) > self._cache_size:
+                    cache.popitem(last=False)
             known.update(fresh)
         return [list(known[t]) for t in texts]
 
@@ -256,17 +267,8 @@ class LocalMiniLM:
 
     def embed_query_sync(self, text: str) -> list[float]:
         """A question's vector from the int8 query encoder (``_query_model``)."""
-        with self._lock:
-            known = self._query_cache.get(text)
-            if known is not None:
-                self._query_cache.move_to_end(text)
-                return list(known)
-        (vector,) = self._run([text], self._query_session())
-        with self._lock:
-            self._query_cache[text] = vector
-            while len(self._query_cache) > self._cache_size:
-                self._query_cache.popitem(last=False)
-        return list(vector)
+        (vector,) = self._cached([text], self._query_cache, self._query_session)
+        return vector
 
     async def embed_query(self, text: str) -> list[float]:
         return await anyio.to_thread.run_sync(self.embed_query_sync, text)
