@@ -947,7 +947,7 @@ STAGES = (
     ("embed_query", "query embedding (MiniLM, worker thread)"),
     ("fact_words", "facts' BM25 top"),
     ("episode_words", "episodes' BM25 scores and top"),
-    ("fact_vectors", "stored vectors of the facts found by words (chromadb get)"),
+    ("fact_vectors", "vectors of the facts found by words (held in memory)"),
     ("fact_nearest", "facts' HNSW query (depth)"),
     ("episode_nearest", "episodes' HNSW query (depth)"),
     ("pool", "episode pool: neighbours, cosines, PoolItems"),
@@ -984,7 +984,7 @@ async def measure_stages(
     pools: list[list[PoolItem]] = []
     for j in range(n):  # as search makes them: by meaning, then by words alone
         dense = dict(await index.nearest(vectors[j], depth))
-        ids, matrix = await index.stored([i for i in fact_words[j] if i not in dense])
+        ids, matrix = index.stored([i for i in fact_words[j] if i not in dense])
         dense.update(zip(ids, cosines(matrix, units[j]).tolist(), strict=True))
         pools.append(
             [
@@ -1005,7 +1005,7 @@ async def measure_stages(
         await memory.embedder.embed([queries[i % n]])
 
     async def fact_vectors(i: int) -> None:
-        await index.stored(list(fact_words[i % n]))
+        index.stored(list(fact_words[i % n]))  # held in memory
 
     async def fact_nearest(i: int) -> None:
         await index.nearest(vectors[i % n], depth)

@@ -29,6 +29,7 @@ from xai.logs import get_logger
 from xai.memory._query_model import query_model
 
 __all__ = [
+    "EmbedQuestion",
     "Embedder",
     "LocalMiniLM",
     "OpenAIEmbedder",
@@ -72,13 +73,28 @@ class QueryEmbedder(Protocol):
     async def embed_query(self, text: str) -> list[float]: ...
 
 
-def query_embedding(embedder: Embedder) -> Callable[[str], Awaitable[list[float]]]:
+class EmbedQuestion(Protocol):
+    """How a question is embedded (``query_embedding``). ``running``, when given, is set
+    once the embedding needs this process's Python no more (the local model: its
+    tokens are in onnxruntime, which releases the GIL), so a caller can do Python work
+    of its own meanwhile without keeping the embedding from starting."""
+
+    def __call__(
+        self, text: str, running: threading.Event | None = None
+    ) -> Awaitable[list[float]]: ...
+
+
+def query_embedding(embedder: Embedder) -> EmbedQuestion:
     """How to embed a question for ``embedder``: its ``embed_query`` if it has one, else
     ``embed`` of the one text."""
-    if isinstance(embedder, QueryEmbedder):
+    if isinstance(embedder, LocalMiniLM):
         return embedder.embed_query
 
-    async def embed_one(text: str) -> list[float]:
+    async def embed_one(text: str, running: threading.Event | None = None) -> list[float]:
+        if running is not None:
+            running.set()  # no thread of ours to wait for: an endpoint, or the caller's own
+        if isinstance(embedder, QueryEmbedder):
+            return await embedder.embed_query(text)
         (vector,) = await embedder.embed([text])
         return vector
 
@@ -213,17 +229,19 @@ class LocalMiniLM:
         texts: Sequence[str],
         cache: OrderedDict[str, list[float]],
         session: Callable[[], Any] | None,
+        running: threading.Event | None = None,
     ) -> list[list[float]]:
         """``texts``' vectors: those made recently from ``cache`` (the least recently used
         dropped past ``cache_size``), the others run on ``session()``, else on the
-        document model's sessions."""
+        document model's sessions (``running``: set as the first batch runs)."""
         with self._lock:
             known = {t: cache[t] for t in texts if t in cache}
             for text in known:
                 cache.move_to_end(text)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self._run(missing, session and session()), strict=True))
+            chosen = session and session()
+            fresh = dict(zip(missing, self._run(missing, chosen, running), strict=True))
             with self._lock:
                 for text, vector in fresh.items():
                     cache[text] = vector
@@ -232,8 +250,11 @@ class LocalMiniLM:
             known.update(fresh)
         return [list(known[t]) for t in texts]
 
-    def _run(self, texts: Sequence[str], session: Any = None) -> list[list[float]]:
-        """``texts``' vectors, on ``session`` if given, else the document model's."""
+    def _run(
+        self, texts: Sequence[str], session: Any = None, running: threading.Event | None = None
+    ) -> list[list[float]]:
+        """``texts``' vectors, on ``session`` if given, else the document model's;
+        ``running`` is set as the first batch goes into onnxruntime."""
         import numpy as np
 
         self._load()
@@ -250,7 +271,10 @@ class LocalMiniLM:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            (hidden, *_) = (session or self._session_for(len(chosen))).run(None, feeds)
+            model = session or self._session_for(len(chosen))
+            if running is not None:
+                running.set()
+            (hidden, *_) = model.run(None, feeds)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -265,13 +289,18 @@ class LocalMiniLM:
             return []
         return await anyio.to_thread.run_sync(self.embed_sync, list(texts))
 
-    def embed_query_sync(self, text: str) -> list[float]:
-        """A question's vector from the int8 query encoder (``_query_model``)."""
-        (vector,) = self._cached([text], self._query_cache, self._query_session)
+    def embed_query_sync(self, text: str, running: threading.Event | None = None) -> list[float]:
+        """A question's vector from the int8 query encoder (``_query_model``);
+        ``running``: see ``EmbedQuestion``."""
+        try:
+            (vector,) = self._cached([text], self._query_cache, self._query_session, running)
+        finally:
+            if running is not None:
+                running.set()  # a cached question, or a failure: nothing to wait for
         return vector
 
-    async def embed_query(self, text: str) -> list[float]:
-        return await anyio.to_thread.run_sync(self.embed_query_sync, text)
+    async def embed_query(self, text: str, running: threading.Event | None = None) -> list[float]:
+        return await anyio.to_thread.run_sync(self.embed_query_sync, text, running)
 
 
 _PADDING = 0.1

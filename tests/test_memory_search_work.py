@@ -1,0 +1,156 @@
+"""What a search reads and in what order: the facts' vectors from memory, the words
+scored once the question is in onnxruntime (``xai/memory/_search.py``)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+from xai.memory import LocalMiniLM, LongTermMemory, MemoryConfig, local_minilm
+from xai.memory._lexical import LexicalIndex
+from xai.memory._search import _until
+from xai.messages import MemoryCandidate
+
+pytestmark = pytest.mark.anyio
+
+SAID = [
+    "The user's sister bakes sourdough bread on Sundays.",
+    "The user is training for a marathon in Lisbon.",
+    "The user keeps bees in the garden behind the house.",
+    "The user is learning to play the cello.",
+    "The user drives an old green Volvo.",
+]
+
+
+def _candidate(text: str, n: int) -> MemoryCandidate:
+    return MemoryCandidate(text=text, confidence=0.8, evidence=(f"m{n}",), session_id=f"s{n}")
+
+
+def _chroma_vectors(memory: LongTermMemory) -> dict[str, np.ndarray]:
+    got: Any = memory._index._collection.get(include=["embeddings"])  # type: ignore[union-attr]
+    return {
+        i: np.asarray(v, dtype=np.float32)
+        for i, v in zip(got["ids"], got["embeddings"], strict=True)
+    }
+
+
+def _assert_held_as_in_chroma(memory: LongTermMemory, every_id: list[str]) -> None:
+    stored = _chroma_vectors(memory)
+    assert set(stored) == {f.id for f in memory.facts()}
+    held, rows = memory._index.stored(every_id)  # type: ignore[union-attr]
+    assert sorted(held) == sorted(stored)  # retired facts are not held
+    for fact_id, row in zip(held, rows, strict=True):
+        chroma = stored[fact_id] / np.linalg.norm(stored[fact_id])
+        assert float(row @ chroma) > 0.999  # float16 rows: the same direction
+
+
+async def test_the_vectors_an_index_holds_follow_its_writes_and_come_back_on_reopen(
+    tmp_path: Path,
+) -> None:
+    config = MemoryConfig(use_judge=False)
+    async with LongTermMemory(tmp_path, config=config) as memory:
+        await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
+        await memory.search("warm the index", k=1)
+        ids = [f.id for f in memory.facts()]
+        assert len(ids) == len(SAID)
+        await memory.forget(ids[0])
+        await memory.forget(ids[1])
+        await memory.adjudicate([_candidate("The user collects vinyl records.", 9)])
+        every_id = list(dict.fromkeys(ids + [f.id for f in memory.facts()]))
+        _assert_held_as_in_chroma(memory, every_id)
+    async with LongTermMemory(tmp_path, config=config) as memory:
+        await memory.search("warm the index", k=1)
+        _assert_held_as_in_chroma(memory, every_id)
+
+
+class _Recording:
+    """A chromadb collection that notes every ``get`` it is asked for."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.gets: list[dict[str, Any]] = []
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self.gets.append(kwargs)
+        return self.inner.get(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_a_search_reads_no_stored_vector_from_chromadb(tmp_path: Path) -> None:
+    # Facts found by words alone take their cosine from the vectors the index holds:
+    # fetching them from chromadb cost 1.7 ms a search at 100k facts.
+    async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
+        await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
+        await memory.search("warm the index", k=1)
+        index: Any = memory._index
+        recording = index._collection = _Recording(index._collection)
+        hits = await memory.search("sourdough cello Volvo bees marathon", k=5)
+    assert len(hits) == len(SAID)  # all five found, most by words only
+    assert all(0 < h.score < 1 for h in hits)
+    assert recording.gets == []
+
+
+async def test_the_words_are_scored_once_the_question_is_in_onnxruntime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scoring the words holds the GIL: started first, it kept the worker thread from
+    # reaching onnxruntime until it was done, and the embedding took that much longer.
+    model = LocalMiniLM(cache_size=0)
+    session = model._query_session()
+    order: list[str] = []
+
+    class Noting:
+        def run(self, *args: Any) -> Any:
+            order.append("onnxruntime")
+            return session.run(*args)
+
+    model._query = Noting()
+    top = LexicalIndex.top
+
+    def noted_top(self: LexicalIndex, *args: Any, **kwargs: Any) -> Any:
+        order.append("words")
+        return top(self, *args, **kwargs)
+
+    monkeypatch.setattr(LexicalIndex, "top", noted_top)
+    async with LongTermMemory(
+        tmp_path, embedder=model, config=MemoryConfig(use_judge=False)
+    ) as memory:
+        await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
+        for question in ("who bakes bread?", "what does the user drive?", "bees"):
+            order.clear()
+            assert await memory.search(question, k=1)
+            assert order == ["onnxruntime", "words"], question
+
+
+async def test_the_question_says_when_it_is_running_even_when_cached_or_failing() -> None:
+    model = local_minilm()
+    for _ in range(2):  # the second time from the cache: nothing runs
+        running = threading.Event()
+        vector = await model.embed_query("what does the user drive?", running)
+        assert running.is_set() and len(vector) == model.dimension
+
+    broken = LocalMiniLM(cache_size=0)
+
+    class Failing:
+        def run(self, *args: Any) -> Any:
+            raise RuntimeError("the model broke")
+
+    broken._load()
+    broken._query = Failing()
+    running = threading.Event()
+    with pytest.raises(RuntimeError, match="the model broke"):
+        await broken.embed_query("anything", running)
+    assert running.is_set()
+
+
+async def test_waiting_for_an_embedding_that_never_starts_ends() -> None:
+    # A worker pool kept busy elsewhere: the words are scored anyway, a little later.
+    with anyio.fail_after(10):
+        await _until(threading.Event(), 0.01)
