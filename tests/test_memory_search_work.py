@@ -11,7 +11,8 @@ import anyio
 import numpy as np
 import pytest
 
-from xai.memory import LocalMiniLM, LongTermMemory, MemoryConfig, local_minilm
+from xai.memory import LocalMiniLM, LongTermMemory, MemoryConfig, _search, local_minilm
+from xai.memory._held import HeldVectors
 from xai.memory._lexical import LexicalIndex
 from xai.memory._search import _until
 from xai.messages import MemoryCandidate
@@ -119,6 +120,8 @@ async def test_the_words_are_scored_once_the_question_is_in_onnxruntime(
         return top(self, *args, **kwargs)
 
     monkeypatch.setattr(LexicalIndex, "top", noted_top)
+    # However loaded the machine: the order is what is checked, not the 2 ms bound.
+    monkeypatch.setattr(_search, "_HANDOFF_S", 60.0)
     async with LongTermMemory(
         tmp_path, embedder=model, config=MemoryConfig(use_judge=False)
     ) as memory:
@@ -154,3 +157,24 @@ async def test_waiting_for_an_embedding_that_never_starts_ends() -> None:
     # A worker pool kept busy elsewhere: the words are scored anyway, a little later.
     with anyio.fail_after(10):
         await _until(threading.Event(), 0.01)
+
+
+def test_vectors_held_packed_keep_their_direction() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((200, 384)).astype(np.float32)
+    vectors[0] = 0.0  # a zero vector stays zero, not NaN
+    vectors[1, :] = 0.0
+    vectors[1, 5] = 3.0  # all of it on one axis: the largest component there is
+    held = HeldVectors()
+    ids = [f"f{n}" for n in range(len(vectors))]
+    held.put(ids, vectors)
+    got_ids, rows = held.rows(["missing", *ids])
+    assert got_ids == ids
+    unit = vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+    assert float(np.abs(rows - unit).max()) <= 0.5 / 32767 + 1e-7
+    assert not rows[0].any() and rows[1, 5] == 1.0
+    held.drop(ids[:100])
+    held.put(["g"], vectors[150:151])  # a freed row is reused
+    assert held.rows(["f0", "g"])[0] == ["g"]
+    with pytest.raises(ValueError, match="same length"):
+        held.put(["h"], np.ones((1, 3)))

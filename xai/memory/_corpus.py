@@ -1,9 +1,9 @@
-"""Episodes held for retrieval in memory: session order, vectors (float16) and BM25.
+"""Episodes held for retrieval in memory: session order, vectors (packed) and BM25.
 
 The episode store keeps one ``EpisodeCorpus`` beside its chromadb collection:
 chromadb answers the nearest episodes by meaning (HNSW) at any size, and the
 corpus gives everything else a query needs without a trip to disk — a
-candidate's session neighbours, their vectors (384 float16 numbers each: 77 MB
+candidate's session neighbours, their vectors (``_held.pack``: 768 bytes each, 77 MB
 at 100k episodes, where fetching them from chromadb per query costs more than
 the whole search budget), and their BM25 scores. A small corpus (the eval's
 one conversation) is also searched exactly by meaning, with no collection at all.
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from xai.memory._held import PACKED, pack, unpack
 from xai.memory._lexical import LexicalIndex
 from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights
 
@@ -38,7 +39,7 @@ class EpisodeCorpus:
         self._episodes: dict[str, EpisodeLike] = {}
         self._sessions: dict[str, list[EpisodeLike]] = {}
         self._row: dict[str, int] = {}
-        self._vectors = np.zeros((0, dimensions or 0), dtype=np.float16)
+        self._vectors = np.zeros((0, dimensions or 0), dtype=PACKED)
         self._used = 0
         self._free: list[int] = []
         self.lexical = LexicalIndex()
@@ -76,13 +77,11 @@ class EpisodeCorpus:
         """Add (or replace) episodes with their unit vectors."""
         if not episodes:
             return
-        matrix = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.clip(norms, 1e-12, None)
+        matrix = pack(np.asarray(vectors, dtype=np.float32))
         if self._vectors.shape[1] != matrix.shape[1]:
             if self._episodes:
                 raise ValueError("every episode vector must have the same length")
-            self._vectors = np.zeros((0, matrix.shape[1]), dtype=np.float16)
+            self._vectors = np.zeros((0, matrix.shape[1]), dtype=PACKED)
         for episode, vector in zip(episodes, matrix, strict=True):
             self.discard(episode.id)
             row = self._free.pop() if self._free else self._grow()
@@ -104,7 +103,7 @@ class EpisodeCorpus:
     def _grow(self) -> int:
         if self._used == len(self._vectors):
             size = max(64, 2 * self._used)
-            grown = np.zeros((size, self._vectors.shape[1]), dtype=np.float16)
+            grown = np.zeros((size, self._vectors.shape[1]), dtype=PACKED)
             grown[: self._used] = self._vectors[: self._used]
             self._vectors = grown
             for name in ("_key", "_added", "_lexical_row"):
@@ -132,7 +131,7 @@ class EpisodeCorpus:
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The unit vectors of ``ids`` (all held), as float32 rows."""
         rows = [self._row[i] for i in ids]
-        return np.asarray(self._vectors[rows], dtype=np.float32)
+        return unpack(self._vectors[rows])
 
     def nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, float]]:
         """Exact nearest episodes by cosine (for small corpora; the store asks chromadb)."""
@@ -173,7 +172,7 @@ class EpisodeCorpus:
             np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
             weights.span,
         )
-        cosines = np.asarray(self._vectors[rows], dtype=np.float32) @ unit
+        cosines = unpack(self._vectors[rows]) @ unit
         lexical = scores[self._lexical_row[rows]]
         out: list[PoolItem] = []
         for row, c, w in zip(rows.tolist(), cosines.tolist(), lexical.tolist(), strict=True):

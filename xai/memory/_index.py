@@ -4,9 +4,8 @@ The index is derived data: the ledger is the truth, and ``reconcile`` makes the
 index agree with it (after a kill between a ledger write and an index write).
 chromadb is synchronous, so every call runs in a worker thread.
 
-The index also holds its vectors in memory, as float16 unit rows (384 numbers, 768
-bytes a fact: 77 MB at 100k), read with the versions when it opens and kept in step
-with every write: a search needs the cosine of the facts found by words alone, and
+The index also holds its vectors in memory (``HeldVectors``: 768 bytes a fact, 77 MB
+at 100k), read with the versions when it opens and kept in step with every write: a search needs the cosine of the facts found by words alone, and
 fetching their vectors from chromadb cost 1.7 ms a search at 100k facts, holding the
 GIL from the question's embedding meanwhile.
 """
@@ -24,6 +23,7 @@ import numpy as np
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
+from xai.memory._held import HeldVectors
 from xai.memory._store import IndexStore
 from xai.memory._types import Fact
 
@@ -104,7 +104,7 @@ class VectorIndex:
         self.embedder = embedder
         self.where = where
         self._collection = collection
-        self._held = _HeldVectors()
+        self._held = HeldVectors()
 
     async def upsert(self, facts: Sequence[Fact], vectors: Sequence[Sequence[float]]) -> None:
         if not facts:
@@ -188,7 +188,7 @@ class VectorIndex:
     def versions_sync(self) -> dict[str, int]:
         """Blocking; also (re)loads the vectors held in memory."""
         out: dict[str, int] = {}
-        self._held = _HeldVectors()
+        self._held = HeldVectors()
         for result in pages(self._collection, ["metadatas", "embeddings"]):
             out.update(
                 (i, int((m or {}).get("version", 0)))
@@ -220,54 +220,6 @@ class VectorIndex:
 
     async def count(self) -> int:
         return int(await anyio.to_thread.run_sync(self._collection.count))
-
-
-class _HeldVectors:
-    """Unit vectors by id, as float16 rows of one matrix (freed rows are reused)."""
-
-    def __init__(self) -> None:
-        self._row: dict[str, int] = {}
-        self._matrix = np.zeros((0, 0), dtype=np.float16)
-        self._used = 0
-        self._free: list[int] = []
-
-    def put(self, ids: Sequence[str], vectors: Any) -> None:
-        if not len(ids):
-            return
-        matrix = np.array(vectors, dtype=np.float32)  # a copy: normalised in place
-        if self._matrix.shape[1] != matrix.shape[1]:
-            if self._row:
-                raise ValueError("every vector of an index must have the same length")
-            self._matrix = np.zeros((0, matrix.shape[1]), dtype=np.float16)
-        matrix /= np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
-        rows = []
-        for i in ids:
-            row = self._row.get(i)
-            if row is None:
-                row = self._row[i] = self._take()
-            rows.append(row)
-        self._matrix[rows] = matrix
-
-    def _take(self) -> int:
-        if self._free:
-            return self._free.pop()
-        if self._used == len(self._matrix):
-            grown = np.zeros((max(64, 2 * self._used), self._matrix.shape[1]), np.float16)
-            grown[: self._used] = self._matrix[: self._used]
-            self._matrix = grown
-        self._used += 1
-        return self._used - 1
-
-    def drop(self, ids: Sequence[str]) -> None:
-        for i in ids:
-            row = self._row.pop(i, None)
-            if row is not None:
-                self._free.append(row)
-
-    def rows(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        held = [i for i in ids if i in self._row]
-        rows = [self._row[i] for i in held]
-        return held, np.asarray(self._matrix[rows], dtype=np.float32)
 
 
 _PAGE = 10_000
