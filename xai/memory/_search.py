@@ -173,10 +173,16 @@ async def search_hits(
 
 
 async def _until(event: threading.Event, seconds: float) -> None:
-    """Let the loop run until ``event`` is set by another thread, for ``seconds`` at most."""
+    """Let the loop run until ``event`` is set by another thread, for ``seconds`` at most.
+
+    Between turns of the loop it waits 50 us on the event itself, which lets go of the
+    GIL: a loop that only yields keeps it, and the worker thread waits to take it
+    (search p50 at 100k: 10.9 ms against 11.2 ms yielding only, alternating in one
+    process)."""
     deadline = time.perf_counter() + seconds
     while not event.is_set() and time.perf_counter() < deadline:
         await anyio.lowlevel.checkpoint()
+        event.wait(5e-5)
 
 
 @asynccontextmanager
