@@ -210,6 +210,8 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
     lexical = np.fromiter((p.lexical for p in pool), dtype=np.float64, count=n)
     base = (1 - weights.lexical) * _z(dense) + weights.lexical * _z(lexical)
     episode = np.fromiter((p.kind == "episode" for p in pool), dtype=bool, count=n)
+    if not episode.any() and not any(p.speaker for p in pool):
+        return base  # every cue below needs an episode or a speaker: facts keep their base
     sessions = _Sessions(pool, episode)
     scores = base.copy()
     for distance, share in enumerate(weights.neighbours, start=1):
