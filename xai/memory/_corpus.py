@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 
 from xai.memory._held import PACKED, pack, unpack
 from xai.memory._lexical import LexicalIndex
-from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights
+from xai.memory._recall import Columns, EpisodeLike, PoolItem, RecallWeights
 
 __all__ = ["EpisodeCorpus", "lexical_text"]
 
@@ -160,38 +161,64 @@ class EpisodeCorpus:
         """The candidates of ``query``: the ``nearest`` episodes by meaning (exact here
         when not given), the best by words, and their session neighbours. ``words``:
         ``self.words(query, weights)`` when already computed."""
-        if not self._episodes:
-            return []
+        found = self.columns(query, vector, weights, nearest=nearest, words=words)
+        return [found.item(i) for i in range(len(found))]
+
+    def columns(
+        self,
+        query: str,
+        vector: np.ndarray,
+        weights: RecallWeights,
+        *,
+        nearest: Iterable[str] | None = None,
+        words: tuple[np.ndarray, Sequence[str]] | None = None,
+    ) -> Columns:
+        """``pool`` as columns, each candidate's item made when asked for."""
         unit = _unit(vector)
-        if nearest is None:
-            nearest = [i for i, _ in self.nearest(unit, weights.depth)]
-        scores, best = words if words is not None else self.words(query, weights)
-        seeds = dict.fromkeys(nearest)
-        seeds.update(dict.fromkeys(best))
-        rows = self._neighbourhood(
-            np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
-            weights.span,
-        )
-        cosines = unpack(self._vectors[rows]) @ unit
-        lexical = scores[self._lexical_row[rows]]
-        out: list[PoolItem] = []
-        for row, c, w in zip(rows.tolist(), cosines.tolist(), lexical.tolist(), strict=True):
-            e = self._by_row[row]
-            assert e is not None
-            out.append(
-                PoolItem(
-                    id=e.id,
-                    kind="episode",
-                    dense=c,
-                    lexical=w,
-                    session_id=e.session_id,
-                    seq=e.seq,
-                    speaker=e.speaker,
-                    text=e.text,
-                    at=e.at,
-                )
+        if not self._episodes:
+            rows = np.zeros(0, dtype=np.int64)
+        else:
+            if nearest is None:
+                nearest = [i for i, _ in self.nearest(unit, weights.depth)]
+            scores, best = words if words is not None else self.words(query, weights)
+            seeds = dict.fromkeys(nearest)
+            seeds.update(dict.fromkeys(best))
+            rows = self._neighbourhood(
+                np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
+                weights.span,
             )
-        return out
+        episodes = [self._by_row[row] for row in rows.tolist()]
+        dense = (unpack(self._vectors[rows]) @ unit).astype(np.float64)
+        lexical = scores[self._lexical_row[rows]].astype(np.float64) if len(rows) else dense
+
+        def item(i: int) -> PoolItem:
+            e = episodes[i]
+            assert e is not None
+            return PoolItem(
+                id=e.id,
+                kind="episode",
+                dense=float(dense[i]),
+                lexical=float(lexical[i]),
+                session_id=e.session_id,
+                seq=e.seq,
+                speaker=e.speaker,
+                text=e.text,
+                at=e.at,
+            )
+
+        held = cast(list[EpisodeLike], episodes)  # every row of the neighbourhood is live
+        return Columns(
+            ids=[e.id for e in held],
+            dense=dense,
+            lexical=lexical,
+            episode=np.ones(len(held), dtype=bool),
+            session_ids=[e.session_id for e in held],
+            seq=np.array([e.seq for e in held], dtype=np.int64),
+            speakers=[e.speaker for e in held],
+            texts=lambda: [e.text for e in held],
+            at=lambda: [e.at for e in held],
+            item=item,
+        )
 
     def _neighbourhood(self, seeds: np.ndarray, span: int) -> np.ndarray:
         """Rows: the seeds (in order, no repeats), then each one's session neighbours

@@ -45,7 +45,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias
 
 import msgspec
@@ -54,12 +54,15 @@ import numpy as np
 from xai.memory._dates import DateWindow, day_of, question_windows
 
 __all__ = [
+    "Columns",
     "EpisodeLike",
     "PoolItem",
     "RecallWeights",
     "fuse",
+    "fuse_columns",
     "named_speaker",
     "rank",
+    "rank_apart",
 ]
 
 Kind: TypeAlias = Literal["episode", "fact"]
@@ -144,6 +147,71 @@ class PoolItem(msgspec.Struct, frozen=True, kw_only=True):
     """A fact's: the ids of the episodes it was drawn from."""
 
 
+class Columns:
+    """A pool as columns: what ``fuse`` reads of each candidate. Made from items
+    (``of``), or by the episodes' corpus straight from its arrays, where an item is
+    made only when it is ranked (a search's ~500 candidates, for the k it returns)."""
+
+    __slots__ = (
+        "_at",
+        "_item",
+        "_texts",
+        "dense",
+        "episode",
+        "ids",
+        "lexical",
+        "seq",
+        "session_ids",
+        "speakers",
+    )
+
+    def __init__(
+        self,
+        *,
+        ids: list[str],
+        dense: np.ndarray,
+        lexical: np.ndarray,
+        episode: np.ndarray,
+        session_ids: list[str],
+        seq: np.ndarray,
+        speakers: list[str],
+        texts: Callable[[], list[str]],
+        at: Callable[[], list[float | None]],
+        item: Callable[[int], PoolItem],
+    ) -> None:
+        self.ids, self.dense, self.lexical, self.episode = ids, dense, lexical, episode
+        self.session_ids, self.seq, self.speakers = session_ids, seq, speakers
+        self._texts, self._at, self._item = texts, at, item
+
+    @classmethod
+    def of(cls, pool: Sequence[PoolItem]) -> Columns:
+        n = len(pool)
+        return cls(
+            ids=[p.id for p in pool],
+            dense=np.fromiter((p.dense for p in pool), dtype=np.float64, count=n),
+            lexical=np.fromiter((p.lexical for p in pool), dtype=np.float64, count=n),
+            episode=np.fromiter((p.kind == "episode" for p in pool), dtype=bool, count=n),
+            session_ids=[p.session_id for p in pool],
+            seq=np.fromiter((p.seq for p in pool), dtype=np.int64, count=n),
+            speakers=[p.speaker for p in pool],
+            texts=lambda: [p.text for p in pool],
+            at=lambda: [p.at for p in pool],
+            item=pool.__getitem__,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def texts(self) -> list[str]:
+        return self._texts()
+
+    def at(self) -> list[float | None]:
+        return self._at()
+
+    def item(self, i: int) -> PoolItem:
+        return self._item(i)
+
+
 def _z(values: np.ndarray) -> np.ndarray:
     values = np.nan_to_num(values.astype(np.float64))
     spread = float(values.std()) or 1.0
@@ -203,16 +271,18 @@ def _near_dates(at: Sequence[float | None], windows: Sequence[DateWindow]) -> np
 
 def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.ndarray:
     """A score for every item of ``pool`` (higher is better)."""
-    n = len(pool)
-    if not n:
+    return fuse_columns(query, Columns.of(pool), weights)
+
+
+def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarray:
+    """``fuse`` of a pool given as columns."""
+    if not len(pool):
         return np.zeros(0)
-    dense = np.fromiter((p.dense for p in pool), dtype=np.float64, count=n)
-    lexical = np.fromiter((p.lexical for p in pool), dtype=np.float64, count=n)
-    base = (1 - weights.lexical) * _z(dense) + weights.lexical * _z(lexical)
-    episode = np.fromiter((p.kind == "episode" for p in pool), dtype=bool, count=n)
-    if not episode.any() and not any(p.speaker for p in pool):
+    base = (1 - weights.lexical) * _z(pool.dense) + weights.lexical * _z(pool.lexical)
+    episode = pool.episode
+    if not episode.any() and not any(pool.speakers):
         return base  # every cue below needs an episode or a speaker: facts keep their base
-    sessions = _Sessions(pool, episode)
+    sessions = _Sessions(pool.session_ids, pool.seq, episode)
     scores = base.copy()
     for distance, share in enumerate(weights.neighbours, start=1):
         for step in (-distance, distance):
@@ -222,26 +292,26 @@ def fuse(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.nda
     if weights.answer > 0:
         _answers(pool, base, scores, sessions, weights.answer)
     spread = float(scores.std()) or 1.0
-    speaker = named_speaker(query, {p.speaker for p in pool if p.kind == "episode"})
+    marks = episode.tolist()
+    speaker = named_speaker(query, {s for s, e in zip(pool.speakers, marks, strict=True) if e})
     if speaker is not None:
         weight = weights.you if speaker == ASSISTANT else weights.speaker
-        said = np.fromiter((p.speaker == speaker for p in pool), dtype=bool, count=n)
+        said = np.array([s == speaker for s in pool.speakers], dtype=bool)
         scores += weight * spread * said
     if query.lower().lstrip().startswith("when"):
-        talks_of_time = np.fromiter(
-            (p.kind == "episode" and _talks_of_time(p.text) for p in pool),
+        talks_of_time = np.array(
+            [e and _talks_of_time(t) for t, e in zip(pool.texts(), marks, strict=True)],
             dtype=bool,
-            count=n,
         )
         scores += weights.time_words * spread * talks_of_time
     windows = question_windows(query)
     if windows:
-        scores += weights.date * spread * _near_dates([p.at for p in pool], windows) * episode
+        scores += weights.date * spread * _near_dates(pool.at(), windows) * episode
     return _boost_sessions(scores, sessions, weights)
 
 
 def _answers(
-    pool: Sequence[PoolItem],
+    pool: Columns,
     base: np.ndarray,
     scores: np.ndarray,
     sessions: _Sessions,
@@ -253,9 +323,10 @@ def _answers(
     if not len(answers):
         return
     asked = before[answers]
+    speakers, texts = pool.speakers, pool.texts()
     replied = np.fromiter(
         (
-            pool[a].speaker != pool[q].speaker and _asks(pool[q].text)
+            speakers[a] != speakers[q] and _asks(texts[q])
             for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
         ),
         dtype=bool,
@@ -277,23 +348,21 @@ class _Sessions:
     """The pool's episodes by session and ``seq``, as arrays: ``code`` numbers each session
     (in the order its first episode appears; -1 for an item of no episode's session)."""
 
-    def __init__(self, pool: Sequence[PoolItem], episode: np.ndarray) -> None:
+    def __init__(self, session_ids: list[str], seq: np.ndarray, episode: np.ndarray) -> None:
         codes: dict[str, int] = {}
-        self.code = np.fromiter(
-            (
-                codes.setdefault(p.session_id, len(codes)) if p.kind == "episode" else -1
-                for p in pool
-            ),
-            dtype=np.int64,
-            count=len(pool),
-        )
+        marks = episode.tolist()
+        code = [
+            codes.setdefault(s, len(codes)) if e else -1
+            for s, e in zip(session_ids, marks, strict=True)
+        ]
         self.count = len(codes)
-        if self.count and not episode.all():  # a fact in an episode's session (id "")
-            self.code[~episode] = [
-                codes.get(p.session_id, -1) for p, e in zip(pool, episode, strict=True) if not e
+        if self.count and not all(marks):  # a fact in an episode's session (id "")
+            code = [
+                c if e else codes.get(s, -1)
+                for c, s, e in zip(code, session_ids, marks, strict=True)
             ]
+        self.code = np.array(code, dtype=np.int64)
         self.episode = episode
-        seq = np.fromiter((p.seq for p in pool), dtype=np.int64, count=len(pool))
         self.key = (self.code << 32) + seq
         # (session, seq) -> the last pool index holding it, as a sorted lookup
         rows = np.flatnonzero(episode)
@@ -325,41 +394,69 @@ def rank(
 ) -> list[tuple[PoolItem, float]]:
     """The ``k`` best items of ``pool`` for ``query`` and their fused scores, best first;
     a fact and the episodes it was drawn from take one slot (step 4 of the module doc)."""
-    scores = _fuse_kinds(query, pool, weights)
-    out: list[tuple[PoolItem, float]] = []
-    episodes: set[str] = set()  # episodes in the list
-    told: set[str] = set()  # episodes a fact in the list was drawn from
-    for i in np.argsort(-scores, kind="stable"):
-        if len(out) >= k:
-            break
-        item = pool[i]
-        if item.kind == "episode":
-            if item.id in told:
-                continue  # a fact drawn from it is in the list already
-            episodes.add(item.id)
-        else:
-            if item.evidence and episodes.issuperset(item.evidence):
-                continue  # the turns it was drawn from are in the list already
-            told.update(item.evidence)
-        out.append((item, float(scores[i])))
-    return out
-
-
-def _fuse_kinds(query: str, pool: Sequence[PoolItem], weights: RecallWeights) -> np.ndarray:
-    """Episodes and facts fused apart; a fact with evidence in the pool scores as the
-    best of its evidence episodes."""
     scores = np.zeros(len(pool))
     episodes = [i for i, p in enumerate(pool) if p.kind == "episode"]
     facts = [i for i, p in enumerate(pool) if p.kind == "fact"]
-    for kind in (episodes, facts):
-        if kind:
-            scores[kind] = fuse(query, [pool[i] for i in kind], weights)
-    at = {pool[i].id: i for i in episodes}
-    for i in facts:
-        said = [scores[at[e]] for e in pool[i].evidence if e in at]
-        if said:
-            scores[i] = max(said)
+    said = Columns.of([pool[i] for i in episodes])
+    scores[episodes] = fuse_columns(query, said, weights)
+    scores[facts] = _fact_scores(query, [pool[i] for i in facts], said, scores[episodes], weights)
+    return _best(scores, pool.__getitem__, k)
+
+
+def rank_apart(
+    query: str,
+    facts: Sequence[PoolItem],
+    episodes: Columns,
+    weights: RecallWeights,
+    k: int,
+) -> list[tuple[PoolItem, float]]:
+    """``rank`` of the pool ``facts`` then ``episodes`` (as columns: an episode's item is
+    made only if it is ranked)."""
+    fused = fuse_columns(query, episodes, weights)
+    scores = np.concatenate([_fact_scores(query, facts, episodes, fused, weights), fused])
+    told = len(facts)
+    return _best(scores, lambda i: facts[i] if i < told else episodes.item(i - told), k)
+
+
+def _fact_scores(
+    query: str,
+    facts: Sequence[PoolItem],
+    episodes: Columns,
+    fused: np.ndarray,
+    weights: RecallWeights,
+) -> np.ndarray:
+    """The facts fused apart from the episodes (``fused``: theirs); a fact with evidence
+    in the pool scores as the best of its evidence episodes."""
+    scores = fuse(query, facts, weights)
+    if len(episodes) and any(f.evidence for f in facts):
+        at = {episode_id: j for j, episode_id in enumerate(episodes.ids)}
+        for i, fact in enumerate(facts):
+            said = [fused[at[e]] for e in fact.evidence if e in at]
+            if said:
+                scores[i] = max(said)
     return scores
+
+
+def _best(
+    scores: np.ndarray, item: Callable[[int], PoolItem], k: int
+) -> list[tuple[PoolItem, float]]:
+    out: list[tuple[PoolItem, float]] = []
+    episodes: set[str] = set()  # episodes in the list
+    told: set[str] = set()  # episodes a fact in the list was drawn from
+    for i in np.argsort(-scores, kind="stable").tolist():
+        if len(out) >= k:
+            break
+        candidate = item(i)
+        if candidate.kind == "episode":
+            if candidate.id in told:
+                continue  # a fact drawn from it is in the list already
+            episodes.add(candidate.id)
+        else:
+            if candidate.evidence and episodes.issuperset(candidate.evidence):
+                continue  # the turns it was drawn from are in the list already
+            told.update(candidate.evidence)
+        out.append((candidate, float(scores[i])))
+    return out
 
 
 def _boost_sessions(scores: np.ndarray, sessions: _Sessions, weights: RecallWeights) -> np.ndarray:

@@ -36,7 +36,7 @@ from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EpisodeStore
 from xai.memory._index import VectorIndex, cosines
 from xai.memory._lexical import LexicalIndex
-from xai.memory._recall import PoolItem, RecallWeights, rank
+from xai.memory._recall import PoolItem, RecallWeights, rank, rank_apart
 from xai.memory._types import Fact, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = ["SearchTier", "gather_and_rank", "search_hits"]
@@ -115,11 +115,12 @@ async def gather_and_rank(
         if want_episodes and corpus is not None:
             got.episode_words = corpus.words(query, weights)
     pool = _fact_pool(facts, index, got, wanted) if want_facts else []
-    if want_episodes and corpus is not None:
-        pool += corpus.pool(
-            query, got.vector, weights, nearest=got.episode_nearest, words=got.episode_words
-        )
-    return rank(query, pool, weights, k)
+    if not want_episodes or corpus is None:
+        return rank(query, pool, weights, k)
+    episode_pool = corpus.columns(
+        query, got.vector, weights, nearest=got.episode_nearest, words=got.episode_words
+    )
+    return rank_apart(query, pool, episode_pool, weights, k)
 
 
 def _fact_pool(
