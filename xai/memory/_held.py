@@ -37,7 +37,9 @@ def unpack(rows: np.ndarray) -> np.ndarray:
 class HeldVectors:
     """Unit vectors by id, packed rows of one matrix (freed rows are reused)."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 0) -> None:
+        self._capacity = capacity
+        """Rows to make room for at the first write (a whole index read on open)."""
         self._row: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=PACKED)
         self._used = 0
@@ -50,7 +52,7 @@ class HeldVectors:
         if self._matrix.shape[1] != matrix.shape[1]:
             if self._row:
                 raise ValueError("every vector of an index must have the same length")
-            self._matrix = np.zeros((0, matrix.shape[1]), dtype=PACKED)
+            self._matrix = np.zeros((self._capacity, matrix.shape[1]), dtype=PACKED)
         rows = []
         for i in ids:
             row = self._row.get(i)

@@ -188,7 +188,7 @@ class VectorIndex:
     def versions_sync(self) -> dict[str, int]:
         """Blocking; also (re)loads the vectors held in memory."""
         out: dict[str, int] = {}
-        self._held = HeldVectors()
+        self._held = HeldVectors(capacity=self._collection.count())
         for result in pages(self._collection, ["metadatas", "embeddings"]):
             out.update(
                 (i, int((m or {}).get("version", 0)))
