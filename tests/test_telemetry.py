@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, Sampler
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind, StatusCode, TraceState, get_current_span
+from opentelemetry.util.types import Attributes
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from xai._redact import register_secret
@@ -65,16 +67,23 @@ class Traces:
         )
 
     def histogram(self, name: str) -> tuple[str, list[HistogramDataPoint]]:
+        return self.histograms(name)[0]
+
+    def histograms(self, *names: str) -> list[tuple[str, list[HistogramDataPoint]]]:
+        """Each of ``names`` from one collection (a collection hands the exemplars over and
+        starts afresh, so a second one has none to show)."""
         data = self.reader.get_metrics_data()
         assert data is not None
+        found: dict[str, tuple[str, list[HistogramDataPoint]]] = {}
         for resource in data.resource_metrics:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
-                    if metric.name == name:
-                        points = list(metric.data.data_points)
-                        assert all(isinstance(p, HistogramDataPoint) for p in points)
-                        return metric.unit or "", points  # type: ignore[return-value]
-        raise AssertionError(f"no metric {name}")
+                    points = list(metric.data.data_points)
+                    assert all(isinstance(p, HistogramDataPoint) for p in points)
+                    found[metric.name] = (metric.unit or "", points)  # type: ignore[assignment]
+        missing = [name for name in names if name not in found]
+        assert not missing, f"no metric {missing}"
+        return [found[name] for name in names]
 
     def close(self) -> None:
         self.tracer_provider.shutdown()
@@ -275,6 +284,106 @@ async def test_spans_sampled_out_still_leave_every_metric_record_with_its_own_er
         by_type = {dict(p.attributes or {})["gen_ai.token.type"]: p.count for p in tokens}
         assert by_type == {"input": 2, "output": 2}
         assert all("error.type" not in dict(p.attributes or {}) for p in tokens)
+    finally:
+        traces.close()
+
+
+class Seen(Sampler):
+    """Samples everything and keeps what each decision was given: a sampler sees a span's
+    name, its attributes at start and its parent, nothing that comes later."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, Any], int | None]] = []
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        parent = get_current_span(parent_context).get_span_context()
+        self.seen.append(
+            (name, dict(attributes or {}), parent.span_id if parent.is_valid else None)
+        )
+        return ALWAYS_ON.should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+
+    def get_description(self) -> str:
+        return "Seen"
+
+
+async def test_records_link_to_their_round_and_samplers_see_the_start_under_the_current_span(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    # xai looks the current context up once per span and hands it on (to start_span, to the
+    # span made current, to the records): the spans must still hang from whatever is current,
+    # a sampler still sees every attribute known at the start, and each record's exemplar
+    # still points at the chat span of its own round.
+    async def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    sampler = Seen()
+    traces = Traces(sampler=sampler)
+    openai_server.push(
+        Reply(tool_calls=(ScriptedCall(name="weather", arguments={"city": "Oslo"}),))
+    )
+    openai_server.push(Reply(text="It is sunny."))
+    try:
+        with traces.tracer_provider.get_tracer("app").start_as_current_span("app") as app:
+            query = Query(provider, tools=[weather], telemetry=traces.telemetry)
+            result = await query.run((), "weather in Oslo?")
+        assert result.text == "It is sunny."
+        app_id = app.get_span_context().span_id
+        chats = traces.named(f"chat {provider.model}")
+        tool = traces.one("execute_tool weather")
+        assert len(chats) == 2
+        for span in (*chats, tool):
+            assert span.parent is not None and span.parent.span_id == app_id
+        at_start = {name: (a, parent) for name, a, parent in sampler.seen}
+        chat_start, chat_parent = at_start[f"chat {provider.model}"]
+        assert chat_parent == app_id
+        assert chat_start == {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": provider.model,
+            "gen_ai.request.stream": True,
+            "server.address": "127.0.0.1",
+            "server.port": openai_server.port,
+        }
+        tool_start, tool_parent = at_start["execute_tool weather"]
+        assert tool_parent == app_id
+        assert set(tool_start) == {
+            "gen_ai.operation.name",
+            "gen_ai.tool.name",
+            "gen_ai.tool.call.id",
+            "gen_ai.tool.type",
+            "gen_ai.tool.description",
+        }
+
+        rounds = {s.context.span_id: s for s in chats if s.context is not None}
+        trace_id = app.get_span_context().trace_id
+        usage = {"input": "gen_ai.usage.input_tokens", "output": "gen_ai.usage.output_tokens"}
+        (_, tokens), (_, durations) = traces.histograms(
+            "gen_ai.client.token.usage", "gen_ai.client.operation.duration"
+        )
+        linked = 0
+        for point in (*tokens, *durations):
+            assert point.exemplars, point
+            for exemplar in point.exemplars:
+                assert exemplar.trace_id == trace_id
+                assert exemplar.span_id in rounds
+                token_type = dict(point.attributes or {}).get("gen_ai.token.type")
+                if token_type is not None:
+                    chat = attrs(rounds[exemplar.span_id])
+                    assert exemplar.value == chat[usage[str(token_type)]]
+                linked += 1
+        assert linked >= 3
     finally:
         traces.close()
 

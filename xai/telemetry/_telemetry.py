@@ -188,14 +188,21 @@ class Telemetry:
         attributes: dict[str, Any],
         parent: Context | None = None,
         kind: SpanKind = SpanKind.INTERNAL,
-    ) -> Span:
-        return self._tracer.start_span(name, parent, kind, attributes)
+    ) -> tuple[Span, Context]:
+        """A span under ``parent`` (by default the current context), and that parent.
+
+        The parent is looked up here once and handed on: to the SDK's ``start_span``
+        (whose tracer and sampler otherwise each look up the current context again), to
+        the operation that makes the span current in it, and from there to its metric
+        records (which otherwise look it up for each one)."""
+        if parent is None:
+            parent = otel_context.get_current()
+        return self._tracer.start_span(name, parent, kind, attributes), parent
 
     def _root(self, name: str, attributes: dict[str, Any]) -> tuple[Span, Context]:
         """A span that starts a trace of its own (the Agent's background work, not caused
         by whatever is current), naming the Agent; and the empty context it hangs from."""
-        root = Context()
-        return self._start(name, {**attributes, **self._agent}, root), root
+        return self._start(name, {**attributes, **self._agent}, Context())
 
     # -- Query: model requests and tool calls ----------------------------------------
 
@@ -229,8 +236,8 @@ class Telemetry:
                 attributes["gen_ai.output.type"] = "json"
             if self.capture_content:
                 attributes["gen_ai.input.messages"] = input_messages(request.messages)
-        span = self._tracer.start_span(f"chat {model}", None, SpanKind.CLIENT, attributes)
-        return ChatSpan(self, span, known, model)
+        span, parent = self._start(f"chat {model}", attributes, None, SpanKind.CLIENT)
+        return ChatSpan(self, span, parent, known, model)
 
     def tool(self, call: ToolCall, description: str | None = None) -> ToolSpan:
         """``execute_tool {name}``: one tool call, made current while the tool runs."""
@@ -244,7 +251,7 @@ class Telemetry:
             attributes["gen_ai.tool.description"] = description
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = redact(call.arguments)
-        return ToolSpan(self, self._start(f"execute_tool {call.name}", attributes))
+        return ToolSpan(self, *self._start(f"execute_tool {call.name}", attributes))
 
     # -- Session ----------------------------------------------------------------------
 
@@ -267,10 +274,10 @@ class Telemetry:
             attributes[REQUEST_MODEL] = client.model
             attributes[CONVERSATION] = session_id
             attributes.update(self._agent)
-            outer = self._start(
+            outer, parent = self._start(
                 f"invoke_agent {self._agent['gen_ai.agent.name']}", attributes, context
             )
-            context = trace.set_span_in_context(outer, context)
+            context = trace.set_span_in_context(outer, parent)
         own: dict[str, Any] = {
             CONVERSATION: session_id,
             "xai.session.id": session_id,
@@ -280,11 +287,11 @@ class Telemetry:
             own["xai.session.parent_id"] = parent_id
         if origin is not None:
             own["xai.input.origin"] = origin
-        return TurnSpan(self._start("xai.session.turn", own, context), context, outer)
+        return TurnSpan(*self._start("xai.session.turn", own, context), outer)
 
     def compaction(self, session_id: str, reason: str) -> Operation:
         return Operation(
-            self._start(
+            *self._start(
                 "xai.session.compaction",
                 {"xai.session.id": session_id, "xai.compaction.reason": reason},
             )
@@ -292,7 +299,7 @@ class Telemetry:
 
     def extraction(self, session_id: str, turn: int, context: Context | None) -> Operation:
         attributes = {"xai.session.id": session_id, "xai.turn": turn}
-        return Operation(self._start("xai.session.extraction", attributes, context), context)
+        return Operation(*self._start("xai.session.extraction", attributes, context))
 
     # -- Agent ------------------------------------------------------------------------
 
@@ -358,7 +365,7 @@ class _Client:
 class _MetricAttributes:
     """The attributes of one request's records: the duration's and each token type's."""
 
-    __slots__ = ("duration", "input", "output")
+    __slots__ = ("duration", "input", "output", "response_model")
 
     def __init__(
         self,
@@ -367,6 +374,7 @@ class _MetricAttributes:
         response_model: str | None,
         error_type: str | None,
     ) -> None:
+        self.response_model = response_model
         self.duration: dict[str, Any] = {**provider, OPERATION: "chat", REQUEST_MODEL: model}
         if response_model:
             self.duration[RESPONSE_MODEL] = response_model
@@ -381,16 +389,19 @@ class Operation:
     (its class name) and an error status; a cancellation only sets ``xai.cancelled``: it is
     how xai stops work on request, not a failure."""
 
-    __slots__ = ("_parent", "_token", "error_type", "span")
+    __slots__ = ("_current", "_parent", "_token", "error_type", "span")
 
-    def __init__(self, span: Span, parent: Context | None = None) -> None:
+    def __init__(self, span: Span, parent: Context) -> None:
         self.span = span
         self._parent = parent
+        self._current: Context | None = None
+        """The context the span is current in, inside ``with``."""
         self._token: object = None
         self.error_type: str | None = None
 
     def __enter__(self) -> Self:
-        self._token = otel_context.attach(trace.set_span_in_context(self.span, self._parent))
+        self._current = current = trace.set_span_in_context(self.span, self._parent)
+        self._token = otel_context.attach(current)
         return self
 
     def __exit__(
@@ -423,14 +434,17 @@ class Operation:
 
 
 class ChatSpan(Operation):
-    __slots__ = ("_client", "_model", "_response_model", "_started", "_telemetry")
+    __slots__ = ("_client", "_metric", "_model", "_started", "_telemetry")
 
-    def __init__(self, telemetry: Telemetry, span: Span, client: _Client, model: str) -> None:
-        super().__init__(span)
+    def __init__(
+        self, telemetry: Telemetry, span: Span, parent: Context, client: _Client, model: str
+    ) -> None:
+        super().__init__(span, parent)
         self._telemetry = telemetry
         self._client = client
         self._model = model
-        self._response_model: str | None = None
+        self._metric: _MetricAttributes | None = None
+        """The records' attributes once the answer named its model (``finish``)."""
         self._started = time.perf_counter()
 
     def finish(
@@ -443,12 +457,11 @@ class ChatSpan(Operation):
         response_id: str | None = None,
     ) -> None:
         """The answer came: what the model said it did and what it cost."""
-        self._response_model = response_model
+        self._metric = metric = self._client.metric_attributes(self._model, response_model, None)
         if usage is not None:
-            metric = self._client.metric_attributes(self._model, response_model, None)
-            record = self._telemetry._token_usage.record
-            record(usage.prompt_tokens, metric.input)
-            record(usage.completion_tokens, metric.output)
+            record, current = self._telemetry._token_usage.record, self._current
+            record(usage.prompt_tokens, metric.input, current)
+            record(usage.completion_tokens, metric.output, current)
         span = self.span
         if not span.is_recording():  # sampled out: attributes would be dropped anyway
             return
@@ -469,15 +482,19 @@ class ChatSpan(Operation):
         span.set_attributes(attributes)
 
     def _closing(self) -> None:
-        metric = self._client.metric_attributes(self._model, self._response_model, self.error_type)
-        self._telemetry._duration.record(time.perf_counter() - self._started, metric.duration)
+        metric = self._metric
+        if metric is None or self.error_type is not None:
+            response_model = metric.response_model if metric is not None else None
+            metric = self._client.metric_attributes(self._model, response_model, self.error_type)
+        duration = time.perf_counter() - self._started
+        self._telemetry._duration.record(duration, metric.duration, self._current)
 
 
 class ToolSpan(Operation):
     __slots__ = ("_telemetry",)
 
-    def __init__(self, telemetry: Telemetry, span: Span) -> None:
-        super().__init__(span)
+    def __init__(self, telemetry: Telemetry, span: Span, parent: Context) -> None:
+        super().__init__(span, parent)
         self._telemetry = telemetry
 
     def finish(self, result: ToolResult) -> None:
@@ -493,7 +510,7 @@ class TurnSpan(Operation):
 
     __slots__ = ("_outer",)
 
-    def __init__(self, span: Span, parent: Context | None, outer: Span | None) -> None:
+    def __init__(self, span: Span, parent: Context, outer: Span | None) -> None:
         super().__init__(span, parent)
         self._outer = outer
 
