@@ -3,7 +3,9 @@
 from xai.memory._corpus import EpisodeCorpus
 from xai.memory._dates import DateWindow, question_windows, session_date, session_time
 from xai.memory._embeddings import (
+    BlockingQuestion,
     Embedder,
+    EmbedQuestion,
     LocalMiniLM,
     OpenAIEmbedder,
     QueryEmbedder,
@@ -33,9 +35,11 @@ from xai.memory._types import (
 
 __all__ = [
     "JUDGE_MARKER",
+    "BlockingQuestion",
     "DateWindow",
     "Decision",
     "DecisionKind",
+    "EmbedQuestion",
     "Embedder",
     "EpisodeCorpus",
     "EpisodeLike",

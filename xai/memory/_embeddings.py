@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 
@@ -29,6 +29,7 @@ from xai.logs import get_logger
 from xai.memory._query_model import query_model
 
 __all__ = [
+    "BlockingQuestion",
     "EmbedQuestion",
     "Embedder",
     "LocalMiniLM",
@@ -73,22 +74,38 @@ class QueryEmbedder(Protocol):
     async def embed_query(self, text: str) -> list[float]: ...
 
 
-class EmbedQuestion(Protocol):
-    """How a question is embedded (``query_embedding``). ``running``, when given, is set
-    once the embedding needs this process's Python no more (the local model: its
-    tokens are in onnxruntime, which releases the GIL), so a caller can do Python work
-    of its own meanwhile without keeping the embedding from starting."""
+BlockingQuestion: TypeAlias = Callable[[str, threading.Event | None], list[float]]
+"""A question's embedding made in the calling thread (a worker thread's)."""
 
-    def __call__(
-        self, text: str, running: threading.Event | None = None
-    ) -> Awaitable[list[float]]: ...
+
+class EmbedQuestion:
+    """How a question is embedded (``query_embedding``): ``await embed(text, running)``.
+    ``running``, when given, is set once the embedding needs this process's Python no
+    more (the local model: its tokens are in onnxruntime, which releases the GIL), so a
+    caller can do Python work of its own meanwhile without keeping the embedding from
+    starting. ``blocking`` is the same embedding made in the calling thread, for an
+    embedder that has one (the local model): a search runs it in a worker thread and
+    goes on to its HNSW queries there, without a trip back to the event loop."""
+
+    __slots__ = ("_embed", "blocking")
+
+    def __init__(
+        self,
+        embed: Callable[[str, threading.Event | None], Awaitable[list[float]]],
+        blocking: BlockingQuestion | None = None,
+    ) -> None:
+        self._embed = embed
+        self.blocking = blocking
+
+    def __call__(self, text: str, running: threading.Event | None = None) -> Awaitable[list[float]]:
+        return self._embed(text, running)
 
 
 def query_embedding(embedder: Embedder) -> EmbedQuestion:
     """How to embed a question for ``embedder``: its ``embed_query`` if it has one, else
     ``embed`` of the one text."""
     if isinstance(embedder, LocalMiniLM):
-        return embedder.embed_query
+        return EmbedQuestion(embedder.embed_query, embedder.embed_query_sync)
 
     async def embed_one(text: str, running: threading.Event | None = None) -> list[float]:
         if running is not None:
@@ -98,7 +115,7 @@ def query_embedding(embedder: Embedder) -> EmbedQuestion:
         (vector,) = await embedder.embed([text])
         return vector
 
-    return embed_one
+    return EmbedQuestion(embed_one)
 
 
 def _locate(dist: str, relative: str) -> Path:

@@ -116,18 +116,18 @@ class EpisodeIndex:
 
     async def nearest(self, vector: Sequence[float], n: int) -> list[str]:
         """Ids of the ``n`` nearest episodes by cosine similarity."""
+        if not len(self.corpus) or n <= 0:
+            return []
+        return await anyio.to_thread.run_sync(self.nearest_sync, vector, n)
+
+    def nearest_sync(self, vector: Sequence[float], n: int) -> list[str]:
+        """``nearest``, blocking (in a worker thread)."""
         count = len(self.corpus)
         if not count or n <= 0:
             return []
         query: Any = [list(map(float, vector))]
-
-        def search() -> list[str]:
-            found = self._collection.query(
-                query_embeddings=query, n_results=min(n, count), include=[]
-            )
-            return list(found["ids"][0]) if found["ids"] else []
-
-        return await anyio.to_thread.run_sync(search)
+        found = self._collection.query(query_embeddings=query, n_results=min(n, count), include=[])
+        return list(found["ids"][0]) if found["ids"] else []
 
     def _ids(self) -> list[str]:
         return [i for page in pages(self._collection, []) for i in page["ids"]]

@@ -12,6 +12,7 @@ GIL from the question's embedding meanwhile.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -139,18 +140,24 @@ class VectorIndex:
         self, vector: Sequence[float], k: int, *, tiers: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """Ids of the ``k`` nearest active facts and their cosine similarity."""
+        if k <= 0:
+            return []
+        return await anyio.to_thread.run_sync(
+            functools.partial(self.nearest_sync, vector, k, tiers=tiers)
+        )
+
+    def nearest_sync(
+        self, vector: Sequence[float], k: int, *, tiers: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """``nearest``, blocking (in a worker thread)."""
+        if k <= 0:
+            return []
         # Only active facts are indexed: no filter unless a tier is asked for.
         where: dict[str, Any] | None = {"tier": {"$in": list(tiers)}} if tiers else None
         query: Any = [list(vector)]
-
-        def search() -> Any:
-            return self._collection.query(
-                query_embeddings=query, n_results=k, where=where, include=["distances"]
-            )
-
-        if k <= 0:
-            return []
-        result = await anyio.to_thread.run_sync(search)
+        result = self._collection.query(
+            query_embeddings=query, n_results=k, where=where, include=["distances"]
+        )
         ids = result["ids"][0] if result["ids"] else []
         distances = result["distances"][0] if result["distances"] else []
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]

@@ -3,12 +3,17 @@
 Facts: the ``depth`` nearest by cosine (chromadb) and the ``depth`` best by BM25,
 with each one's other score (a fact found by words gets its cosine from its stored
 vector). Episodes: the ``depth`` nearest (chromadb HNSW), the best by BM25 and
-their session neighbours (``EpisodeCorpus.pool``). ``_recall.rank`` fuses the lot.
+their session neighbours (``EpisodeCorpus.columns``). ``_recall.rank_apart`` fuses
+the lot.
 
 The work is ordered so that little waits: the query is embedded in a worker
 thread while this thread scores the words (both BM25 indexes), and the two HNSW
 queries start side by side as soon as the vector is there (chromadb releases the
-GIL while it searches, and two collections are searched in parallel). The facts
+GIL while it searches, and two collections are searched in parallel). With an
+embedder that can embed in the calling thread (``EmbedQuestion.blocking``: the
+local model), the worker thread goes straight on to the facts' query and hands the
+episodes' one to a side thread: no trip back to the event loop in between, which
+cost 0.4 ms a search. The facts
 found by words take their cosine from the vectors the index holds in memory.
 What is computed is the same as doing it all in turn.
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Literal, TypeAlias
 
@@ -31,7 +37,7 @@ import anyio
 import numpy as np
 from anyio.abc import TaskGroup
 
-from xai.memory._embeddings import EmbedQuestion
+from xai.memory._embeddings import BlockingQuestion, EmbedQuestion
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EpisodeStore
 from xai.memory._index import VectorIndex, cosines
@@ -99,11 +105,25 @@ async def gather_and_rank(
         got.episode_nearest = await index.nearest(got.vector.tolist(), depth)
 
     async def by_meaning(group: TaskGroup) -> None:
+        if embed.blocking is not None:
+            found = await anyio.to_thread.run_sync(blocking_by_meaning, embed.blocking)
+            got.vector, got.fact_nearest, got.episode_nearest = found
+            return
         got.vector = np.asarray(await embed(query, running), dtype=np.float32)
         if want_episodes and episodes is not None:
             group.start_soon(nearest_episodes, episodes)
         if want_facts:
             await nearest_facts()
+
+    def blocking_by_meaning(
+        blocking: BlockingQuestion,
+    ) -> tuple[np.ndarray, list[tuple[str, float]], list[str]]:
+        vector = blocking(query, running)
+        side = None
+        if want_episodes and episodes is not None:  # side by side with the facts' query
+            side = _side_threads().submit(episodes.nearest_sync, vector, depth)
+        nearest = index.nearest_sync(vector, depth, tiers=fact_tiers) if want_facts else []
+        return np.asarray(vector, dtype=np.float32), nearest, side.result() if side else []
 
     running = threading.Event()
     async with _one_error(), anyio.create_task_group() as group:
@@ -171,6 +191,20 @@ async def search_hits(
         elif (episode := episodes.get(item.id)) is not None:
             hits.append(ScoredEpisode(episode, item.dense))
     return hits
+
+
+_side: ThreadPoolExecutor | None = None
+_side_lock = threading.Lock()
+
+
+def _side_threads() -> ThreadPoolExecutor:
+    """The threads a search's second HNSW query runs on, beside the worker thread that
+    embedded the question and runs the first: process-wide, made on first use."""
+    global _side
+    with _side_lock:
+        if _side is None:
+            _side = ThreadPoolExecutor(max_workers=4, thread_name_prefix="xai-memory-search")
+        return _side
 
 
 async def _until(event: threading.Event, seconds: float) -> None:
