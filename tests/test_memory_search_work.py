@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -100,21 +101,27 @@ async def test_a_search_reads_no_stored_vector_from_chromadb(tmp_path: Path) -> 
     assert recording.gets == []
 
 
+def _noting_model(noted: Callable[[], object]) -> LocalMiniLM:
+    """The offline model (no cache), calling ``noted`` as a question goes into onnxruntime."""
+    model = LocalMiniLM(cache_size=0)
+    session = model._query_session()
+
+    class Noting:
+        def run(self, *args: Any) -> Any:
+            noted()
+            return session.run(*args)
+
+    model._query = Noting()
+    return model
+
+
 async def test_the_words_are_scored_once_the_question_is_in_onnxruntime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Scoring the words holds the GIL: started first, it kept the worker thread from
     # reaching onnxruntime until it was done, and the embedding took that much longer.
-    model = LocalMiniLM(cache_size=0)
-    session = model._query_session()
     order: list[str] = []
-
-    class Noting:
-        def run(self, *args: Any) -> Any:
-            order.append("onnxruntime")
-            return session.run(*args)
-
-    model._query = Noting()
+    model = _noting_model(lambda: order.append("onnxruntime"))
     top = LexicalIndex.top
 
     def noted_top(self: LexicalIndex, *args: Any, **kwargs: Any) -> Any:
@@ -189,16 +196,8 @@ async def test_the_hnsw_queries_follow_the_embedding_without_a_trip_to_the_loop(
     # the episodes' one beside it: going back to the event loop between them cost 0.4 ms
     # a search. Checked by the frames: xai's frame that called onnxruntime must still be
     # on the stack of the facts' query.
-    model = LocalMiniLM(cache_size=0)
-    session = model._query_session()
     embedding: list[FrameType] = []
-
-    class Noting:
-        def run(self, *args: Any) -> Any:
-            embedding[:] = _xai_frames(sys._getframe(1))
-            return session.run(*args)
-
-    model._query = Noting()
+    model = _noting_model(lambda: embedding.extend(_xai_frames(sys._getframe(2))))
     async with LongTermMemory(
         tmp_path, embedder=model, config=MemoryConfig(use_judge=False)
     ) as memory:
