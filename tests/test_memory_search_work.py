@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
 
-from xai.memory import LocalMiniLM, LongTermMemory, MemoryConfig, _search, local_minilm
+from xai.memory import (
+    EpisodeCorpus,
+    LocalMiniLM,
+    LongTermMemory,
+    MemoryConfig,
+    RecallWeights,
+    ScoredFact,
+    _search,
+    local_minilm,
+)
 from xai.memory._held import HeldVectors
 from xai.memory._lexical import LexicalIndex
 from xai.memory._search import _until
@@ -50,7 +60,7 @@ def _assert_held_as_in_chroma(memory: LongTermMemory, every_id: list[str]) -> No
     assert sorted(held) == sorted(stored)  # retired facts are not held
     for fact_id, row in zip(held, rows, strict=True):
         chroma = stored[fact_id] / np.linalg.norm(stored[fact_id])
-        assert float(row @ chroma) > 0.999  # float16 rows: the same direction
+        assert float(row @ chroma) > 0.999  # packed rows: the same direction
 
 
 async def test_the_vectors_an_index_holds_follow_its_writes_and_come_back_on_reopen(
@@ -89,16 +99,32 @@ class _Recording:
 
 async def test_a_search_reads_no_stored_vector_from_chromadb(tmp_path: Path) -> None:
     # Facts found by words alone take their cosine from the vectors the index holds:
-    # fetching them from chromadb cost 1.7 ms a search at 100k facts.
-    async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
+    # fetching them from chromadb cost 1.7 ms a search at 100k facts. A depth of 2
+    # leaves most of the five to the words.
+    config = MemoryConfig(use_judge=False, recall=RecallWeights(depth=2))
+    question = "old Lisbon house"  # "old" finds the Volvo by its words alone
+    async with LongTermMemory(tmp_path, config=config) as memory:
         await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
         await memory.search("warm the index", k=1)
         index: Any = memory._index
+        by_words: list[str] = []
+        stored = index.stored
+
+        def noted(ids: list[str]) -> Any:
+            found = stored(ids)
+            by_words.extend(found[0])
+            return found
+
+        index.stored = noted
+        chroma = _chroma_vectors(memory)
         recording = index._collection = _Recording(index._collection)
-        hits = await memory.search("sourdough cello Volvo bees marathon", k=5)
-    assert len(hits) == len(SAID)  # all five found, most by words only
-    assert all(0 < h.score < 1 for h in hits)
-    assert recording.gets == []
+        hits = await memory.search(question, k=5)
+    assert by_words and recording.gets == []
+    asked = np.asarray(local_minilm().embed_query_sync(question))
+    scores = {h.fact.id: h.score for h in hits if isinstance(h, ScoredFact)}
+    for fact_id in by_words:
+        cosine = float(chroma[fact_id] @ asked / np.linalg.norm(chroma[fact_id]))
+        assert scores[fact_id] == pytest.approx(cosine, abs=1e-4)
 
 
 def _noting_model(noted: Callable[[], object]) -> LocalMiniLM:
@@ -122,6 +148,13 @@ async def test_the_words_are_scored_once_the_question_is_in_onnxruntime(
     # reaching onnxruntime until it was done, and the embedding took that much longer.
     order: list[str] = []
     model = _noting_model(lambda: order.append("onnxruntime"))
+
+    class NotingEvent(threading.Event):
+        def set(self) -> None:
+            order.append("running")  # before the words can start, however loaded
+            super().set()
+
+    monkeypatch.setattr(_search, "threading", SimpleNamespace(Event=NotingEvent))
     top = LexicalIndex.top
 
     def noted_top(self: LexicalIndex, *args: Any, **kwargs: Any) -> Any:
@@ -138,7 +171,8 @@ async def test_the_words_are_scored_once_the_question_is_in_onnxruntime(
         for question in ("who bakes bread?", "what does the user drive?", "bees"):
             order.clear()
             assert await memory.search(question, k=1)
-            assert order == ["onnxruntime", "words"], question
+            assert order[0] == "running" and "onnxruntime" in order, question
+            assert order.index("running") < order.index("words"), question
 
 
 async def test_the_question_says_when_it_is_running_even_when_cached_or_failing() -> None:
@@ -183,8 +217,11 @@ def test_vectors_held_packed_keep_their_direction() -> None:
     assert float(np.abs(rows - unit).max()) <= 0.5 / 32767 + 1e-7
     assert not rows[0].any() and rows[1, 5] == 1.0
     held.drop(ids[:100])
-    held.put(["g"], vectors[150:151])  # a freed row is reused
-    assert held.rows(["f0", "g"])[0] == ["g"]
+    used = held._used
+    held.put(["g"], vectors[150:151])
+    assert held._used == used  # a freed row is reused
+    got_ids, rows = held.rows(["f0", "g"])
+    assert got_ids == ["g"] and np.allclose(rows[0], unit[150], atol=1e-4)
     with pytest.raises(ValueError, match="same length"):
         held.put(["h"], np.ones((1, 3)))
 
@@ -254,3 +291,42 @@ def _episodes() -> list[Episode]:
         )
         for n, text in enumerate(said)
     ]
+
+
+def test_an_empty_corpus_has_an_empty_pool() -> None:
+    assert EpisodeCorpus().pool("anything", np.ones(384), RecallWeights()) == []
+
+
+async def test_a_failed_facts_query_waits_for_the_episodes_query(tmp_path: Path) -> None:
+    # Both HNSW queries run in threads; when the facts' one fails, the search must not
+    # return (and let its caller close the store) while the episodes' one still runs.
+    episodes_done = threading.Event()
+
+    class Failing:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def query(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the facts' index broke")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+    class Slow(Failing):
+        def query(self, *args: Any, **kwargs: Any) -> Any:
+            time.sleep(0.2)  # still running when the facts' query has failed
+            found = self.inner.query(*args, **kwargs)
+            episodes_done.set()
+            return found
+
+    async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
+        await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
+        await memory.record_episodes(_episodes())
+        await memory.search("warm the indexes", k=1)
+        facts: Any = memory._index
+        episodes: Any = memory._episode_index
+        facts._collection = Failing(facts._collection)
+        episodes._collection = Slow(episodes._collection)
+        with pytest.raises(RuntimeError, match="the facts' index broke"):
+            await memory.search("what does the user drive?", k=3)
+        assert episodes_done.is_set()

@@ -176,24 +176,26 @@ class EpisodeCorpus:
         """``pool`` as columns, each candidate's item made when asked for."""
         unit = _unit(vector)
         if not self._episodes:
-            rows = np.zeros(0, dtype=np.int64)
-        else:
-            if nearest is None:
-                nearest = [i for i, _ in self.nearest(unit, weights.depth)]
-            scores, best = words if words is not None else self.words(query, weights)
-            seeds = dict.fromkeys(nearest)
-            seeds.update(dict.fromkeys(best))
-            rows = self._neighbourhood(
-                np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
-                weights.span,
-            )
-        episodes = [self._by_row[row] for row in rows.tolist()]
+            empty = np.zeros(0)
+            return self._columns_of(np.zeros(0, dtype=np.int64), empty, empty)
+        if nearest is None:
+            nearest = [i for i, _ in self.nearest(unit, weights.depth)]
+        scores, best = words if words is not None else self.words(query, weights)
+        seeds = dict.fromkeys(nearest)
+        seeds.update(dict.fromkeys(best))
+        rows = self._neighbourhood(
+            np.fromiter((self._row[i] for i in seeds if i in self._row), dtype=np.int64),
+            weights.span,
+        )
         dense = (unpack(self._vectors[rows]) @ unit).astype(np.float64)
-        lexical = scores[self._lexical_row[rows]].astype(np.float64) if len(rows) else dense
+        return self._columns_of(rows, dense, scores[self._lexical_row[rows]].astype(np.float64))
+
+    def _columns_of(self, rows: np.ndarray, dense: np.ndarray, lexical: np.ndarray) -> Columns:
+        # every row of a neighbourhood is live
+        episodes = cast(list[EpisodeLike], [self._by_row[row] for row in rows.tolist()])
 
         def item(i: int) -> PoolItem:
             e = episodes[i]
-            assert e is not None
             return PoolItem(
                 id=e.id,
                 kind="episode",
@@ -206,17 +208,16 @@ class EpisodeCorpus:
                 at=e.at,
             )
 
-        held = cast(list[EpisodeLike], episodes)  # every row of the neighbourhood is live
         return Columns(
-            ids=[e.id for e in held],
+            ids=[e.id for e in episodes],
             dense=dense,
             lexical=lexical,
-            episode=np.ones(len(held), dtype=bool),
-            session_ids=[e.session_id for e in held],
-            seq=np.array([e.seq for e in held], dtype=np.int64),
-            speakers=[e.speaker for e in held],
-            texts=lambda: [e.text for e in held],
-            at=lambda: [e.at for e in held],
+            episode=np.ones(len(episodes), dtype=bool),
+            session_ids=[e.session_id for e in episodes],
+            seq=np.array([e.seq for e in episodes], dtype=np.int64),
+            speakers=[e.speaker for e in episodes],
+            texts=lambda: [e.text for e in episodes],
+            at=lambda: [e.at for e in episodes],
             item=item,
         )
 

@@ -193,16 +193,18 @@ class VectorIndex:
         return await anyio.to_thread.run_sync(self.versions_sync)
 
     def versions_sync(self) -> dict[str, int]:
-        """Blocking; also (re)loads the vectors held in memory."""
+        """Blocking; also (re)loads the vectors held in memory (into a copy of their
+        own, swapped in whole at the end)."""
         out: dict[str, int] = {}
-        self._held = HeldVectors(capacity=self._collection.count())
+        held = HeldVectors(capacity=self._collection.count())
         for result in pages(self._collection, ["metadatas", "embeddings"]):
             out.update(
                 (i, int((m or {}).get("version", 0)))
                 for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
             )
             if result["ids"]:
-                self._held.put(result["ids"], result["embeddings"])
+                held.put(result["ids"], result["embeddings"])
+        self._held = held
         return out
 
     async def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:

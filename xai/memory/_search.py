@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import asynccontextmanager
 from typing import Literal, TypeAlias
 
@@ -122,7 +122,11 @@ async def gather_and_rank(
         side = None
         if want_episodes and episodes is not None:  # side by side with the facts' query
             side = _side_threads().submit(episodes.nearest_sync, vector, depth)
-        nearest = index.nearest_sync(vector, depth, tiers=fact_tiers) if want_facts else []
+        try:
+            nearest = index.nearest_sync(vector, depth, tiers=fact_tiers) if want_facts else []
+        finally:  # a failed facts' query still waits for the episodes' one: none outlives us
+            if side is not None:
+                wait([side])
         return np.asarray(vector, dtype=np.float32), nearest, side.result() if side else []
 
     running = threading.Event()
@@ -199,11 +203,13 @@ _side_lock = threading.Lock()
 
 def _side_threads() -> ThreadPoolExecutor:
     """The threads a search's second HNSW query runs on, beside the worker thread that
-    embedded the question and runs the first: process-wide, made on first use."""
+    embedded the question and runs the first: process-wide, each made when no idle one
+    is left (at most 16; a search waits for its query to end, even when the first one
+    failed)."""
     global _side
     with _side_lock:
         if _side is None:
-            _side = ThreadPoolExecutor(max_workers=4, thread_name_prefix="xai-memory-search")
+            _side = ThreadPoolExecutor(max_workers=16, thread_name_prefix="xai-memory-search")
         return _side
 
 
