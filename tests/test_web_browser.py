@@ -42,7 +42,15 @@ TOKEN = "s3cret-token"
 SCRIPT = 'I like <script>window["xss"]=1</script><img src=x onerror=xss=2> green tea'
 
 try:
-    from playwright.sync_api import Browser, Locator, Page, Request, expect, sync_playwright
+    from playwright.sync_api import (
+        Browser,
+        BrowserContext,
+        Locator,
+        Page,
+        Request,
+        expect,
+        sync_playwright,
+    )
 except ImportError as error:  # `make check` installs it (the `web` extra)
     raise ImportError(
         f"{error}: the browser tests need Playwright (pip install -e '.[web]') and "
@@ -228,23 +236,41 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
-@pytest.fixture(scope="module")
-def page(browser: Browser, site: Site) -> Iterator[Page]:
+class Watched(NamedTuple):
+    """A page of a browser context of its own, and every URL it has requested."""
+
+    context: BrowserContext
+    page: Page
+    requested: list[str]
+
+
+@contextlib.contextmanager
+def watched(browser: Browser) -> Iterator[Watched]:
+    """A new context's page (1000 x 900, ``WAIT_MS`` to wait), noting every request; on
+    exit the context is closed, and no script error may have happened on the page."""
     context = browser.new_context(viewport={"width": 1000, "height": 900})
     context.set_default_timeout(WAIT_MS)
-    expect.set_options(timeout=WAIT_MS)
     page = context.new_page()
     errors: list[str] = []
     requested: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("request", lambda request: requested.append(request.url))
-    page.goto(f"{site.url}/?agent={AGENT}")
-    expect(page.locator("body")).to_have_attribute("data-live", "true")
-    yield page
-    context.close()
+    try:
+        yield Watched(context, page, requested)
+    finally:
+        context.close()
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, site: Site) -> Iterator[Page]:
+    expect.set_options(timeout=WAIT_MS)
+    with watched(browser) as seen:
+        seen.page.goto(f"{site.url}/?agent={AGENT}")
+        expect(seen.page.locator("body")).to_have_attribute("data-live", "true")
+        yield seen.page
     # Offline: everything the page ever asked for came from the gateway (no CDN, no font).
-    elsewhere = [url for url in requested if not url.startswith(f"{site.url}/")]
+    elsewhere = [url for url in seen.requested if not url.startswith(f"{site.url}/")]
     assert not elsewhere, elsewhere
 
 
@@ -261,6 +287,15 @@ def open_session(page: Page, purpose: str) -> None:
 def send(page: Page, text: str) -> None:
     page.get_by_label("Message").fill(text)
     page.get_by_label("Message").press("Enter")
+
+
+def ask_the_weather(page: Page, purpose: str) -> None:
+    """Open a Session for ``purpose`` and wait for the scripted weather answer."""
+    open_session(page, purpose)
+    send(page, "What's the weather in Paris and Tokyo?")
+    turn = turn_of(page, "What's the weather in Paris and Tokyo?")
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn).to_contain_text("Here is what I found")
 
 
 def turn_of(page: Page, text: str) -> Locator:
@@ -500,29 +535,17 @@ def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
 ) -> None:
     """Mounted at /embedded/ in another app: every request the page makes (script, style,
     API, both event streams) stays under the prefix; a Session opens and streams."""
-    context = browser.new_context(viewport={"width": 1000, "height": 900})
-    context.set_default_timeout(WAIT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    requested: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("request", lambda request: requested.append(request.url))
-    try:
+    with watched(browser) as seen:
+        page = seen.page
         page.goto(f"{site.url}{PREFIX}/?agent=embedded")
         expect(page.locator("body")).to_have_attribute("data-live", "true")
-        open_session(page, "under a prefix")
-        send(page, "What's the weather in Paris and Tokyo?")
-        turn = turn_of(page, "What's the weather in Paris and Tokyo?")
-        expect(turn).to_have_attribute("data-status", "completed")
-        expect(turn).to_contain_text("Here is what I found")
+        ask_the_weather(page, "under a prefix")
         page.get_by_role("tab", name="Usage").click()
         expect(page.locator("#usage tbody tr")).to_have_count(1)
         page.get_by_role("button", name="Open").click()  # the Agent switch: stays under it
         expect(page).to_have_url(re.compile(re.escape(f"{site.url}{PREFIX}/?agent=embedded")))
         expect(page.locator("body")).to_have_attribute("data-live", "true")
-    finally:
-        context.close()
-    assert not errors, errors
+    requested = seen.requested
     outside = [u for u in requested if not u.startswith(f"{site.url}{PREFIX}/")]
     assert not outside, outside
     assert any("/events" in u for u in requested) and any("static/app.js" in u for u in requested)
@@ -534,28 +557,17 @@ def test_with_a_token_the_one_time_link_logs_the_browser_in(browser: Browser, si
     printed at start-up sets the cookie that stands for the token, and the whole page works
     on it (both event streams, the CSRF-checked writes); the link is then spent."""
     origin = site.login.split("/login", 1)[0]
-    context = browser.new_context(viewport={"width": 1000, "height": 900})
-    context.set_default_timeout(WAIT_MS)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
+    with watched(browser) as seen:
+        page = seen.page
         refused = page.goto(f"{origin}/")
         assert refused is not None and refused.status == 401
         page.goto(site.login)
         expect(page).to_have_url(re.compile(re.escape(f"{origin}/") + "(#chat)?$"))
         expect(page.locator("body")).to_have_attribute("data-live", "true")
-        open_session(page, "behind a token")
-        send(page, "What's the weather in Paris and Tokyo?")
-        turn = turn_of(page, "What's the weather in Paris and Tokyo?")
-        expect(turn).to_have_attribute("data-status", "completed")
-        expect(turn).to_contain_text("Here is what I found")
-        [cookie] = context.cookies()
+        ask_the_weather(page, "behind a token")
+        [cookie] = seen.context.cookies()
         assert cookie["name"] == "xai_token" and cookie["httpOnly"]
         assert TOKEN not in cookie["value"]
-    finally:
-        context.close()
-    assert not errors, errors
     other = browser.new_context()
     try:
         spent = other.new_page().goto(site.login)
