@@ -968,7 +968,7 @@ async def measure_stages(
     """Each step of ``memory.search`` (``STAGES``) timed alone, on the same queries."""
     import numpy as np
 
-    from xai.memory import rank
+    from xai.memory import Columns, rank_apart
     from xai.memory._index import cosines
 
     index, episodes = memory._require_index(), memory._episode_index
@@ -981,24 +981,26 @@ async def measure_stages(
     words = [corpus.words(q, weights) for q in queries]
     nearest = [await episodes.nearest(v, depth) for v in vectors]
     facts = memory._state.facts
-    pools: list[list[PoolItem]] = []
+    pools: list[tuple[list[PoolItem], Columns]] = []
     for j in range(n):  # as search makes them: by meaning, then by words alone
         dense = dict(await index.nearest(vectors[j], depth))
         ids, matrix = index.stored([i for i in fact_words[j] if i not in dense])
         dense.update(zip(ids, cosines(matrix, units[j]).tolist(), strict=True))
         pools.append(
-            [
-                PoolItem(
-                    id=i,
-                    kind="fact",
-                    dense=c,
-                    lexical=fact_words[j].get(i, 0.0),
-                    text=facts[i].text,
-                    evidence=facts[i].evidence,
-                )
-                for i, c in dense.items()
-            ]
-            + corpus.pool(queries[j], units[j], weights, nearest=nearest[j], words=words[j])
+            (
+                [
+                    PoolItem(
+                        id=i,
+                        kind="fact",
+                        dense=c,
+                        lexical=fact_words[j].get(i, 0.0),
+                        text=facts[i].text,
+                        evidence=facts[i].evidence,
+                    )
+                    for i, c in dense.items()
+                ],
+                corpus.columns(queries[j], units[j], weights, nearest=nearest[j], words=words[j]),
+            )
         )
 
     async def embed_query(i: int) -> None:
@@ -1021,10 +1023,10 @@ async def measure_stages(
 
     async def pool(i: int) -> None:
         j = i % n
-        corpus.pool(queries[j], units[j], weights, nearest=nearest[j], words=words[j])
+        corpus.columns(queries[j], units[j], weights, nearest=nearest[j], words=words[j])
 
     async def ranked(i: int) -> None:
-        rank(queries[i % n], pools[i % n], weights, 5)
+        rank_apart(queries[i % n], *pools[i % n], weights, 5)
 
     calls = {
         "embed_query": embed_query,

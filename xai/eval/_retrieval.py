@@ -25,7 +25,7 @@ from xai.memory import (
     EpisodeCorpus,
     LexicalIndex,
     RecallWeights,
-    rank,
+    rank_apart,
     session_time,
 )
 
@@ -159,8 +159,8 @@ class ConversationIndex:
             return []
         if config == "recall":
             weights = self.weights
-            pool = self.corpus.pool(question, vector, weights)
-            return [item.id for item, _ in rank(question, pool, weights, k)]
+            episodes = self.corpus.columns(question, vector, weights)
+            return [item.id for item, _ in rank_apart(question, [], episodes, weights, k)]
         scores = self.scores(config, question, vector)
         order = np.argsort(-scores, kind="stable")[:k]
         return [self.messages[i].id for i in order]

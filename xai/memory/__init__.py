@@ -18,7 +18,15 @@ from xai.memory._episodes import EpisodeStore
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
-from xai.memory._recall import EpisodeLike, PoolItem, RecallWeights, fuse, rank
+from xai.memory._recall import (
+    Columns,
+    EpisodeLike,
+    PoolItem,
+    RecallWeights,
+    fuse,
+    rank,
+    rank_apart,
+)
 from xai.memory._search import SearchTier
 from xai.memory._store import IndexStore
 from xai.memory._types import (
@@ -36,6 +44,7 @@ from xai.memory._types import (
 __all__ = [
     "JUDGE_MARKER",
     "BlockingQuestion",
+    "Columns",
     "DateWindow",
     "Decision",
     "DecisionKind",
@@ -67,6 +76,7 @@ __all__ = [
     "query_embedding",
     "question_windows",
     "rank",
+    "rank_apart",
     "session_date",
     "session_time",
     "token_counter",
