@@ -101,22 +101,29 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     reply = _episode("reply", "s1", 4, dense=0.30, text="I love them, they cheer people up.")
     seen = _episode("seen", "s2", 0, dense=0.40, text="The bowl turned out well.")
     pool = [asked, reply, seen, *_filler()]
-    cue = msgspec.structs.replace(WEIGHTS, neighbours=(), session=0.0, answer=0.5)  # it alone
+    cue = msgspec.structs.replace(  # it alone
+        WEIGHTS, neighbours=(), session_best=0.0, length=0.0, answer=0.5
+    )
     scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
     off = msgspec.structs.replace(cue, answer=0.0)
     before = dict(zip((p.id for p in pool), fuse("q", pool, off), strict=True))
     assert before["reply"] < before["seen"] < before["asked"]
     assert scores["reply"] > scores["seen"]  # lifted past a better-matching turn
     assert scores["asked"] < before["asked"]  # and the question gave it up
-    # only a question, and only to another speaker's next turn
-    for changed in (
-        msgspec.structs.replace(asked, text="Nice colours."),
-        msgspec.structs.replace(asked, speaker="Ana"),
-        msgspec.structs.replace(asked, seq=1),
+    # only a question, and only to another speaker's next turn; never to the assistant's
+    for changed_asked, changed_reply in (
+        (msgspec.structs.replace(asked, text="Nice colours."), reply),
+        (msgspec.structs.replace(asked, speaker="Ana"), reply),
+        (msgspec.structs.replace(asked, seq=1), reply),
+        (asked, msgspec.structs.replace(reply, speaker="assistant")),
     ):
-        pool = [changed, reply, seen, *_filler()]
+        pool = [changed_asked, changed_reply, seen, *_filler()]
         scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
         assert scores["reply"] < scores["seen"]
+    # a user answering the assistant's question does take it
+    pool = [msgspec.structs.replace(asked, speaker="assistant"), reply, seen, *_filler()]
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
+    assert scores["reply"] > scores["seen"]
     # a note after the question mark (an attachment) still leaves it a question
     noted = msgspec.structs.replace(asked, text="Why the colours? [shares a photo: a bowl]")
     pool = [noted, reply, seen, *_filler()]
@@ -124,16 +131,40 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     assert scores["reply"] > scores["seen"]
 
 
-def test_the_sessions_holding_the_best_episodes_are_boosted() -> None:
+def test_an_episode_gains_a_share_of_the_best_score_in_its_session() -> None:
+    top = _episode("top", "s1", 0, dense=0.9)
+    same_session = _episode("same", "s1", 10, dense=0.3)  # far from top: no neighbour
+    other = _episode("other", "s9", 0, dense=0.32)
+    pool = [top, same_session, other, *_filler()]
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, WEIGHTS), strict=True))
+    assert scores["same"] > scores["other"]
+    plain = fuse("q", pool, msgspec.structs.replace(WEIGHTS, session_best=0))
+    assert plain[1] < plain[2]
+
+
+def test_the_sessions_holding_the_best_episodes_are_boosted_when_asked() -> None:
     top = _episode("top", "s1", 0, dense=0.9)
     same_session = _episode("same", "s1", 10, dense=0.3)
     second = _episode("second", "s2", 0, dense=0.6)
     other = _episode("other", "s9", 0, dense=0.32)
     pool = [top, same_session, other, second, *_filler()]
-    scores = dict(zip((p.id for p in pool), fuse("q", pool, WEIGHTS), strict=True))
-    assert scores["same"] > scores["other"]
-    plain = fuse("q", pool, msgspec.structs.replace(WEIGHTS, session=0))
+    apart = msgspec.structs.replace(WEIGHTS, session_best=0)
+    boosted = fuse("q", pool, msgspec.structs.replace(apart, session=0.25))
+    assert boosted[1] > boosted[2]
+    plain = fuse("q", pool, apart)  # the default: no boost
     assert plain[1] < plain[2]
+
+
+def test_a_long_turn_outranks_a_short_one_that_matches_as_well() -> None:
+    short = _episode("short", "s1", 0, dense=0.4, text="Sure, sounds good!")
+    long = _episode(
+        "long", "s2", 0, dense=0.4, text="We drove to the coast on Sunday and hiked the cliffs."
+    )
+    pool = [short, long, *_filler()]
+    scores = fuse("q", pool, WEIGHTS)
+    assert scores[1] > scores[0]
+    flat = fuse("q", pool, msgspec.structs.replace(WEIGHTS, length=0))
+    assert flat[1] == pytest.approx(flat[0])
 
 
 def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -> None:
@@ -141,8 +172,10 @@ def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -
     episode = _episode("e", "s1", 0, dense=0.4, at=_at("2023-05-08T00:00:00"))
     pool = [fact, episode, *_filler()]
     assert _best("What does she paint?", [*pool, *_filler_facts()]) == "f"
-    scores = fuse("What did Ana paint on 8 May 2023?", pool, WEIGHTS)
-    assert scores[1] > scores[0]  # the date lifts the episode, not the fact
+    dated = fuse("What did Ana paint on 8 May 2023?", pool, WEIGHTS)
+    undated = fuse("What did Ana paint?", pool, WEIGHTS)
+    assert dated[1] > undated[1]  # the date lifts the episode
+    assert dated[0] == undated[0]  # and not the fact
 
 
 def test_a_fact_stands_where_it_was_said_and_shares_its_turn_s_slot() -> None:

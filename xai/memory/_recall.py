@@ -10,24 +10,27 @@ costs the same at 600 turns and at 100k:
    its question's words.
 2. **Base score.** Cosine similarity and BM25, each z-normalised over the pool and
    mixed ``lexical`` : ``1 - lexical`` (a z-score, not a raw score: the two scales
-   never meet otherwise).
+   never meet otherwise); an episode adds a share of its length (z-scored log of its
+   words: "Thanks!" tells less than a turn that tells of a trip).
 3. **Cues** (episodes only; each in standard deviations of the pool's scores, so
    no cue depends on the embedder's or BM25's scale):
    - neighbours: each episode gains a share of its neighbours' base scores;
-   - answers (off by default, ``answer=0``): a turn that ends in a question passes
-     a share of its (positive) base score to the next turn when another speaker
-     says it, its answer: a question is found by the words the query shares with
-     it, but between two people the fact is often in the reply ("What gave you the
-     idea?" / "I'm obsessed with those..."). Off because it does not carry over: a
-     user asking an assistant puts their own facts in the question;
+   - answers: a turn that ends in a question passes a share of its (positive) base
+     score to the next turn when another speaker, not the assistant, says it: a
+     question is found by the words the query shares with it, but between two people
+     the fact is often in the reply ("What gave you the idea?" / "I'm obsessed with
+     those..."). An assistant's reply takes nothing: a user who asks an assistant puts
+     their own facts in the question;
+   - sessions: each episode gains a share of the best base score in its session (a
+     session that holds a good match likely holds the rest of the answer);
    - speaker: when the query names exactly one known speaker, that speaker's
      episodes; a query that asks what *you* said favours the assistant's;
    - dates: a day, month or year the query names lifts episodes said in that
      window (by ``Episode.at``, not by any header), and a fortnight after a day
      (people tell of last week's news); "when" questions favour episodes that
      speak of time;
-   - sessions: the two sessions holding the best episodes, scaled by how clearly
-     they lead (a broad query spread over many sessions is not narrowed to two).
+   - (off by default) the two sessions holding the best episodes, scaled by how
+     clearly they lead.
 4. **Facts stand where they were said.** Facts and episodes are z-scored apart (two
    pools of different texts); a fact whose evidence episodes are in the pool takes
    the best of their scores, cues and all (it *is* that turn's knowledge), and a fact
@@ -114,19 +117,27 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """Share of BM25 in the base score (the rest is cosine similarity), both z-scored."""
     neighbours: tuple[float, ...] = (0.3, 0.1)
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
-    answer: float = 0.0
-    """Share of a question's positive base score that moves to its answer (the next
-    turn, another speaker's): the answer gains it and the question loses it. 0.5
-    took LoCoMo 0-4 from 82.6 to 83.9 and 5-9 from 78.5 to 79.1, but the held-out
-    LongMemEval-shaped bench (user and assistant) from 76.3 to 68.0: off by default."""
+    answer: float = 0.5
+    """Share of a question's positive base score that moves to its answer: the next
+    turn, said by another speaker who is not the assistant (between two people the
+    fact is often in the reply; a user who asks an assistant puts their own facts in
+    the question, so an assistant's reply takes nothing)."""
+    length: float = 0.1
+    """Weight of a turn's length (z-scored log of its words) in its base score: a
+    long turn tells more than "Thanks!" or "Haha, sure"."""
+    session_best: float = 0.2
+    """Share of the best base score in an episode's session that the episode gains: a
+    session that holds a good match is likelier to hold the rest of the answer."""
     speaker: float = 0.5
     you: float = 1.0
     """The speaker cue when the query asks what *you* (the assistant) said: a question
     only the assistant's own episodes can answer. Not fitted (LoCoMo has no assistant)."""
     time_words: float = 0.6
     date: float = 1.0
-    session: float = 0.25
-    """Session boost per standard deviation of lead of the best sessions over the third."""
+    session: float = 0.0
+    """Boost, per standard deviation of lead, of the ``sessions`` best sessions over
+    the next one (at most ``session_max``). Off by default: ``session_best`` replaced it
+    (on LoCoMo 0-4 it cost turn recall once ``session_best`` was on)."""
     session_max: float = 1.5
     sessions: int = 2
 
@@ -240,6 +251,11 @@ def _talks_of_time(text: str) -> bool:
     return bool(_TIME_WORDS.search(text))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _words(text: str) -> int:
+    return len(text.split())
+
+
 def _date_weight(day: dt.date, windows: Sequence[DateWindow]) -> float:
     return max(_DATE_WEIGHT[w.precision] * w.weight(day) for w in windows)
 
@@ -282,6 +298,9 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
     episode = pool.episode
     if not episode.any() and not any(pool.speakers):
         return base  # every cue below needs an episode or a speaker: facts keep their base
+    if weights.length and episode.any():
+        words = np.fromiter(map(_words, pool.texts()), dtype=np.float64, count=len(pool))
+        base += weights.length * _z(np.log1p(words)) * episode
     sessions = _Sessions(pool.session_ids, pool.seq, episode)
     scores = base.copy()
     for distance, share in enumerate(weights.neighbours, start=1):
@@ -291,6 +310,9 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
             scores[found] += share * base[j[found]]
     if weights.answer > 0:
         _answers(pool, base, scores, sessions, weights.answer)
+    if weights.session_best and sessions.count:
+        best = sessions.best(base)
+        scores[episode] += weights.session_best * best[sessions.code[episode]]
     spread = float(scores.std()) or 1.0
     marks = episode.tolist()
     speaker = named_speaker(query, {s for s, e in zip(pool.speakers, marks, strict=True) if e})
@@ -317,7 +339,8 @@ def _answers(
     sessions: _Sessions,
     share: float,
 ) -> None:
-    """Move ``share`` of each question's positive base score to its answer (in place)."""
+    """Move ``share`` of each question's positive base score to its answer (in place):
+    the next turn, by another speaker who is not the assistant."""
     before = sessions.at(-1)
     answers = np.flatnonzero(before >= 0)
     if not len(answers):
@@ -326,7 +349,7 @@ def _answers(
     speakers, texts = pool.speakers, pool.texts()
     replied = np.fromiter(
         (
-            speakers[a] != speakers[q] and _asks(texts[q])
+            speakers[a] != speakers[q] and speakers[a] != ASSISTANT and _asks(texts[q])
             for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
         ),
         dtype=bool,
@@ -372,6 +395,12 @@ class _Sessions:
         last[:-1] = keys[1:] != keys[:-1]
         self._keys, self._index = keys[last], order[last]
         self._at: dict[int, np.ndarray] = {}
+
+    def best(self, scores: np.ndarray) -> np.ndarray:
+        """The best of ``scores`` in each session, by session code."""
+        best = np.full(self.count, -np.inf)
+        np.maximum.at(best, self.code[self.episode], scores[self.episode])
+        return best
 
     def at(self, step: int) -> np.ndarray:
         """For each item, the pool index of the episode ``step`` away in its session
@@ -462,8 +491,7 @@ def _best(
 def _boost_sessions(scores: np.ndarray, sessions: _Sessions, weights: RecallWeights) -> np.ndarray:
     if not sessions.count or weights.session <= 0:
         return scores
-    best = np.full(sessions.count, -np.inf)
-    np.maximum.at(best, sessions.code[sessions.episode], scores[sessions.episode])
+    best = sessions.best(scores)
     ranked = np.argsort(-best, kind="stable")  # ties: the session seen first
     spread = float(scores.std()) or 1.0
     lead = (best[ranked[0]] - best[ranked[min(weights.sessions, len(ranked) - 1)]]) / spread
