@@ -8,7 +8,16 @@ import msgspec
 import numpy as np
 import pytest
 
-from xai.memory import EpisodeCorpus, PoolItem, RecallWeights, fuse, local_minilm, rank
+from xai.exceptions import ConfigurationError
+from xai.memory import (
+    Columns,
+    EpisodeCorpus,
+    PoolItem,
+    RecallWeights,
+    fuse,
+    local_minilm,
+    rank,
+)
 from xai.memory._dates import day_of, question_windows
 from xai.memory._recall import _DATE_WEIGHT, _near_dates, named_speaker
 
@@ -101,9 +110,8 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     reply = _episode("reply", "s1", 4, dense=0.30, text="I love them, they cheer people up.")
     seen = _episode("seen", "s2", 0, dense=0.40, text="The bowl turned out well.")
     pool = [asked, reply, seen, *_filler()]
-    cue = msgspec.structs.replace(  # it alone
-        WEIGHTS, neighbours=(), session_best=0.0, length=0.0, answer=0.5
-    )
+    cue = msgspec.structs.replace(WEIGHTS, neighbours=(), session_best=0.0, length=0.0)  # it alone
+    assert cue.answer > 0  # on by default
     scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
     off = msgspec.structs.replace(cue, answer=0.0)
     before = dict(zip((p.id for p in pool), fuse("q", pool, off), strict=True))
@@ -116,6 +124,7 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
         (msgspec.structs.replace(asked, speaker="Ana"), reply),
         (msgspec.structs.replace(asked, seq=1), reply),
         (asked, msgspec.structs.replace(reply, speaker="assistant")),
+        (asked, msgspec.structs.replace(reply, speaker="Assistant")),
     ):
         pool = [changed_asked, changed_reply, seen, *_filler()]
         scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
@@ -176,6 +185,18 @@ def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -
     undated = fuse("What did Ana paint?", pool, WEIGHTS)
     assert dated[1] > undated[1]  # the date lifts the episode
     assert dated[0] == undated[0]  # and not the fact
+    # nor does any other episode cue, though the fact is long, asks, and has a session
+    told = PoolItem(
+        id="f", kind="fact", dense=0.6, lexical=2.0, session_id="s1", seq=1, speaker="Ben",
+        text="Ana paints every weekend, and what does she paint most of all?",
+    )  # fmt: skip
+    pool = [told, episode, *_filler()]
+    plain = msgspec.structs.replace(
+        WEIGHTS, neighbours=(), length=0.0, answer=0.0, session_best=0.0, speaker=0.0
+    )
+    for cue in ("length", "answer", "session_best", "neighbours"):
+        alone = msgspec.structs.replace(plain, **{cue: getattr(WEIGHTS, cue)})
+        assert fuse("q", pool, alone)[0] == fuse("q", pool, plain)[0], cue
 
 
 def test_a_fact_stands_where_it_was_said_and_shares_its_turn_s_slot() -> None:
@@ -220,8 +241,18 @@ async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -
     weights = msgspec.structs.replace(WEIGHTS, depth=1, span=1)
     pool = corpus.pool("beagle", np.asarray(vector), weights)
     assert {"a1", "a2", "a3"} <= {p.id for p in pool} and len(pool) <= 6
+    # what the corpus keeps of each text for the fusion is what the texts themselves say
+    columns = corpus.columns("beagle", np.asarray(vector), weights)
+    from_items = Columns.of([columns.item(i) for i in range(len(columns))])
+    assert columns.lengths().tolist() == from_items.lengths().tolist()
+    assert columns.asks().tolist() == from_items.asks().tolist()
+    assert any(columns.asks())  # "How was the weekend?"
     corpus.discard("a2")
     assert "a2" not in corpus and [t.id for t in corpus.sessions["a"]] == ["a0", "a1", "a3", "a4"]
+    corpus.add([Turn("a5", "a", 5, "Ben", "Why?", 6.0)], [vector])  # reuses a2's row
+    columns = corpus.columns("why", np.asarray(vector), weights)
+    row = columns.ids.index("a5")
+    assert columns.lengths()[row] == 4 and columns.asks()[row]
 
 
 def test_the_date_cue_weighs_each_moment_by_its_own_day() -> None:
@@ -244,3 +275,27 @@ def test_the_date_cue_weighs_each_moment_by_its_own_day() -> None:
     ]
     assert _near_dates(moments, windows).tolist() == expected
     assert expected[0] != expected[1]  # the edge case is one
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"depth": 0},
+        {"span": -1},
+        {"sessions": 0},
+        {"lexical": 1.5},
+        {"length": -0.1},
+        {"answer": float("nan")},
+        {"session_best": float("inf")},
+        {"neighbours": (0.3, -0.1)},
+    ],
+)
+def test_recall_weights_refuse_what_would_rank_nonsense(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        RecallWeights(**bad)  # type: ignore[arg-type]
+
+
+def test_a_text_of_one_length_everywhere_gives_the_length_cue_nothing() -> None:
+    pool = [_episode(f"e{i}", f"s{i}", 0, dense=0.1 * i, text="same") for i in range(8)]
+    off = msgspec.structs.replace(WEIGHTS, length=0.0)
+    assert np.allclose(fuse("q", pool, WEIGHTS), fuse("q", pool, off))

@@ -19,7 +19,13 @@ import numpy as np
 
 from xai.memory._held import PACKED, pack, unpack
 from xai.memory._lexical import LexicalIndex
-from xai.memory._recall import Columns, EpisodeLike, PoolItem, RecallWeights
+from xai.memory._recall import (
+    Columns,
+    EpisodeLike,
+    PoolItem,
+    RecallWeights,
+    ends_in_question,
+)
 
 __all__ = ["EpisodeCorpus", "lexical_text"]
 
@@ -51,6 +57,9 @@ class EpisodeCorpus:
         self._key = np.zeros(0, dtype=np.int64)
         self._added = np.zeros(0, dtype=np.int64)
         self._lexical_row = np.zeros(0, dtype=np.int64)
+        # Per row, what the fusion reads of the text: its length and whether it asks.
+        self._length = np.zeros(0, dtype=np.int64)
+        self._asks = np.zeros(0, dtype=np.int64)
         self._adds = 0
         self._order: tuple[np.ndarray, np.ndarray] | None = None
         """Live rows in session order and their keys (rebuilt after a change)."""
@@ -99,6 +108,8 @@ class EpisodeCorpus:
             self._added[row] = self._adds
             self._adds += 1
             self._lexical_row[row] = self.lexical.row_of(episode.id)
+            self._length[row] = len(episode.text)
+            self._asks[row] = ends_in_question(episode.text)
         self._order = None
 
     def _grow(self) -> int:
@@ -107,7 +118,7 @@ class EpisodeCorpus:
             grown = np.zeros((size, self._vectors.shape[1]), dtype=PACKED)
             grown[: self._used] = self._vectors[: self._used]
             self._vectors = grown
-            for name in ("_key", "_added", "_lexical_row"):
+            for name in ("_key", "_added", "_lexical_row", "_length", "_asks"):
                 array = np.zeros(size, dtype=np.int64)
                 array[: self._used] = getattr(self, name)[: self._used]
                 setattr(self, name, array)
@@ -219,6 +230,8 @@ class EpisodeCorpus:
             texts=lambda: [e.text for e in episodes],
             at=lambda: [e.at for e in episodes],
             item=item,
+            lengths=lambda: self._length[rows].astype(np.float64),
+            asks=lambda: self._asks[rows].astype(bool),
         )
 
     def _neighbourhood(self, seeds: np.ndarray, span: int) -> np.ndarray:

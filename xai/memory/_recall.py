@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias
@@ -54,6 +55,7 @@ from typing import Literal, Protocol, TypeAlias
 import msgspec
 import numpy as np
 
+from xai.exceptions import ConfigurationError
 from xai.memory._dates import DateWindow, day_of, question_windows
 
 __all__ = [
@@ -141,6 +143,31 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     session_max: float = 1.5
     sessions: int = 2
 
+    def __post_init__(self) -> None:
+        if self.depth < 1 or self.span < 0 or self.sessions < 1:
+            raise ConfigurationError(
+                f"recall weights: depth must be >= 1, span >= 0 and sessions >= 1 "
+                f"(got {self.depth}, {self.span}, {self.sessions})"
+            )
+        shares = {
+            "lexical": self.lexical,
+            "answer": self.answer,
+            "length": self.length,
+            "session_best": self.session_best,
+            "speaker": self.speaker,
+            "you": self.you,
+            "time_words": self.time_words,
+            "date": self.date,
+            "session": self.session,
+            "session_max": self.session_max,
+            **{f"neighbours[{i}]": share for i, share in enumerate(self.neighbours)},
+        }
+        for name, value in shares.items():
+            if not math.isfinite(value) or value < 0:
+                raise ConfigurationError(f"recall weights: {name} must be finite and >= 0")
+        if self.lexical > 1:
+            raise ConfigurationError("recall weights: lexical must be in [0, 1]")
+
 
 class PoolItem(msgspec.Struct, frozen=True, kw_only=True):
     """One candidate: an episode (with its place in a session) or a fact."""
@@ -164,8 +191,10 @@ class Columns:
     made only when it is ranked (a search's ~500 candidates, for the k it returns)."""
 
     __slots__ = (
+        "_asks",
         "_at",
         "_item",
+        "_lengths",
         "_texts",
         "dense",
         "episode",
@@ -189,10 +218,13 @@ class Columns:
         texts: Callable[[], list[str]],
         at: Callable[[], list[float | None]],
         item: Callable[[int], PoolItem],
+        lengths: Callable[[], np.ndarray] | None = None,
+        asks: Callable[[], np.ndarray] | None = None,
     ) -> None:
         self.ids, self.dense, self.lexical, self.episode = ids, dense, lexical, episode
         self.session_ids, self.seq, self.speakers = session_ids, seq, speakers
         self._texts, self._at, self._item = texts, at, item
+        self._lengths, self._asks = lengths, asks
 
     @classmethod
     def of(cls, pool: Sequence[PoolItem]) -> Columns:
@@ -222,11 +254,26 @@ class Columns:
     def item(self, i: int) -> PoolItem:
         return self._item(i)
 
+    def lengths(self) -> np.ndarray:
+        """Each text's length in characters (a measure that needs no word boundaries)."""
+        if self._lengths is not None:
+            return self._lengths()
+        return np.array([len(t) for t in self.texts()], dtype=np.float64)
+
+    def asks(self) -> np.ndarray:
+        """Whether each text ends in a question (``ends_in_question``)."""
+        if self._asks is not None:
+            return self._asks()
+        return np.array([ends_in_question(t) for t in self.texts()], dtype=bool)
+
 
 def _z(values: np.ndarray) -> np.ndarray:
     values = np.nan_to_num(values.astype(np.float64))
-    spread = float(values.std()) or 1.0
-    return np.asarray((values - values.mean()) / spread)
+    mean = float(values.mean()) if len(values) else 0.0
+    spread = float(values.std()) if len(values) else 0.0
+    if spread <= 1e-12 * max(1.0, abs(mean)):  # all equal (up to rounding): no signal
+        return np.zeros(len(values))
+    return np.asarray((values - mean) / spread)
 
 
 def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
@@ -249,11 +296,6 @@ def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
 def _talks_of_time(text: str) -> bool:
     # Cached: the same episodes come back in pool after pool, and the search is costly.
     return bool(_TIME_WORDS.search(text))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _words(text: str) -> int:
-    return len(text.split())
 
 
 def _date_weight(day: dt.date, windows: Sequence[DateWindow]) -> float:
@@ -298,9 +340,9 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
     episode = pool.episode
     if not episode.any() and not any(pool.speakers):
         return base  # every cue below needs an episode or a speaker: facts keep their base
-    if weights.length and episode.any():
-        words = np.fromiter(map(_words, pool.texts()), dtype=np.float64, count=len(pool))
-        base += weights.length * _z(np.log1p(words)) * episode
+    if weights.length > 0:  # z-scored over the episodes alone: facts are other texts
+        rows = np.flatnonzero(episode)
+        base[rows] += weights.length * _z(np.log1p(pool.lengths()[rows]))
     sessions = _Sessions(pool.session_ids, pool.seq, episode)
     scores = base.copy()
     for distance, share in enumerate(weights.neighbours, start=1):
@@ -310,9 +352,10 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
             scores[found] += share * base[j[found]]
     if weights.answer > 0:
         _answers(pool, base, scores, sessions, weights.answer)
-    if weights.session_best and sessions.count:
-        best = sessions.best(base)
-        scores[episode] += weights.session_best * best[sessions.code[episode]]
+    if weights.session_best > 0 and sessions.count:
+        # Centred over the episodes, so it moves them among themselves and not past facts.
+        best = sessions.best(base)[sessions.code[episode]]
+        scores[episode] += weights.session_best * (best - best.mean())
     spread = float(scores.std()) or 1.0
     marks = episode.tolist()
     speaker = named_speaker(query, {s for s, e in zip(pool.speakers, marks, strict=True) if e})
@@ -346,10 +389,12 @@ def _answers(
     if not len(answers):
         return
     asked = before[answers]
-    speakers, texts = pool.speakers, pool.texts()
+    questions = pool.asks()[asked]
+    answers, asked = answers[questions], asked[questions]
+    speakers = pool.speakers
     replied = np.fromiter(
         (
-            speakers[a] != speakers[q] and speakers[a] != ASSISTANT and _asks(texts[q])
+            speakers[a] != speakers[q] and speakers[a].casefold() != ASSISTANT
             for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
         ),
         dtype=bool,
@@ -361,8 +406,9 @@ def _answers(
     scores[asked] -= moved  # a question has one next turn: no index repeats
 
 
-def _asks(text: str) -> bool:
-    """Whether a turn ends in a question (a bracketed note after it aside)."""
+def ends_in_question(text: str) -> bool:
+    """Whether a turn ends in a question (a bracketed note after it, such as an
+    attachment's, aside)."""
     tail = text.rstrip()
     return tail.endswith("?") or (tail.endswith("]") and bool(_ASKS.search(tail)))
 
