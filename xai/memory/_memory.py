@@ -271,8 +271,8 @@ class LongTermMemory(Adjudication, Maintenance):
         self, query: str, k: int = 5, *, tiers: Sequence[SearchTier] | None = None
     ) -> list[MemoryHit]:
         """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
-        dense and BM25 candidates with their session neighbours, fused with date, speaker,
-        neighbour and session cues). ``tiers`` limits them to facts of those tiers and, with
+        dense and BM25 candidates with their session neighbours, fused with length,
+        neighbour, answer, session, speaker and date cues). ``tiers`` limits them to facts of those tiers and, with
         ``"episodes"``, episodes. Each hit's score is its cosine similarity.
 
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
