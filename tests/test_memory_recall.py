@@ -295,6 +295,19 @@ def test_recall_weights_refuse_what_would_rank_nonsense(bad: dict[str, object]) 
         RecallWeights(**bad)  # type: ignore[arg-type]
 
 
+def test_a_speaker_who_always_says_more_is_not_lifted_by_the_length_cue() -> None:
+    """Length counts against the speaker's own turns: an assistant's long answers are
+    not lifted over a user's short questions (the user's facts are in those)."""
+    said = [("u1", "user", 10), ("u2", "user", 40), ("a1", "assistant", 400), ("a2", "assistant", 1600)]  # fmt: skip
+    pool = [
+        _episode(i, f"s{i}", 0, dense=0.3, speaker=who, text="x" * size) for i, who, size in said
+    ]
+    scores = dict(zip((p.id for p in pool), fuse("q", [*pool, *_filler()], WEIGHTS), strict=False))
+    assert scores["u2"] > scores["u1"] and scores["a2"] > scores["a1"]  # longer than one's own
+    assert scores["u2"] == pytest.approx(scores["a2"])  # but not for being the assistant
+    assert scores["u1"] == pytest.approx(scores["a1"])
+
+
 def test_a_text_of_one_length_everywhere_gives_the_length_cue_nothing() -> None:
     pool = [_episode(f"e{i}", f"s{i}", 0, dense=0.1 * i, text="same") for i in range(8)]
     off = msgspec.structs.replace(WEIGHTS, length=0.0)

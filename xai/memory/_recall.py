@@ -292,6 +292,26 @@ def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
     return None
 
 
+def _z_within(values: np.ndarray, groups: Sequence[str]) -> np.ndarray:
+    """``_z`` of ``values`` within each group apart (0 for a group of one): a turn's
+    length against its own speaker's other turns, so that a speaker who always says
+    more (an assistant's long answers to a user's short questions) is not lifted."""
+    codes: dict[str, int] = {}
+    code = np.fromiter(
+        (codes.setdefault(g, len(codes)) for g in groups), dtype=np.int64, count=len(groups)
+    )
+    if len(codes) <= 1:
+        return _z(values)
+    values = np.nan_to_num(values.astype(np.float64))
+    count = np.bincount(code)
+    mean = np.bincount(code, values) / count
+    variance = np.maximum(np.bincount(code, values * values) / count - mean * mean, 0.0)
+    spread = np.sqrt(variance)[code]
+    centred = values - mean[code]
+    flat = spread <= 1e-9 * np.maximum(1.0, np.abs(mean[code]))
+    return np.where(flat, 0.0, centred / np.where(flat, 1.0, spread))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _talks_of_time(text: str) -> bool:
     # Cached: the same episodes come back in pool after pool, and the search is costly.
@@ -340,9 +360,10 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
     episode = pool.episode
     if not episode.any() and not any(pool.speakers):
         return base  # every cue below needs an episode or a speaker: facts keep their base
-    if weights.length > 0:  # z-scored over the episodes alone: facts are other texts
+    if weights.length > 0:
         rows = np.flatnonzero(episode)
-        base[rows] += weights.length * _z(np.log1p(pool.lengths()[rows]))
+        speakers = [pool.speakers[i] for i in rows.tolist()]
+        base[rows] += weights.length * _z_within(np.log1p(pool.lengths()[rows]), speakers)
     sessions = _Sessions(pool.session_ids, pool.seq, episode)
     scores = base.copy()
     for distance, share in enumerate(weights.neighbours, start=1):
