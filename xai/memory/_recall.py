@@ -10,8 +10,8 @@ costs the same at 600 turns and at 100k:
    its question's words.
 2. **Base score.** Cosine similarity and BM25, each z-normalised over the pool and
    mixed ``lexical`` : ``1 - lexical`` (a z-score, not a raw score: the two scales
-   never meet otherwise); an episode adds a share of its length (z-scored log of its
-   words: "Thanks!" tells less than a turn that tells of a trip).
+   never meet otherwise); an episode adds a share of its length against its
+   speaker's other turns ("Thanks!" tells less than a turn that tells of a trip).
 3. **Cues** (episodes only; each in standard deviations of the pool's scores, so
    no cue depends on the embedder's or BM25's scale):
    - neighbours: each episode gains a share of its neighbours' base scores;
@@ -125,8 +125,9 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     fact is often in the reply; a user who asks an assistant puts their own facts in
     the question, so an assistant's reply takes nothing)."""
     length: float = 0.1
-    """Weight of a turn's length (z-scored log of its words) in its base score: a
-    long turn tells more than "Thanks!" or "Haha, sure"."""
+    """Weight of a turn's length in its base score (the log of its characters, z-scored
+    among the same speaker's turns in the pool): a long turn tells more than "Thanks!"
+    or "Haha, sure", and a speaker who always says more is not lifted for it."""
     session_best: float = 0.2
     """Share of the best base score in an episode's session that the episode gains: a
     session that holds a good match is likelier to hold the rest of the answer."""
