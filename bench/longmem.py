@@ -7,6 +7,10 @@ Sessions talk to the offline scripted model (verbatim extraction), so no LLM is 
 It is a held-out check: nothing in xai was tuned on it.
 
     python bench/longmem.py [--seed 0] [--questions 40] [--backend rag,hybrid,xai] [--keep DIR]
+                            [--assistant-words N]
+
+``--assistant-words N`` pads every assistant turn to about N words (see
+``longmem_synth.py``): LongMemEval's assistant turns run to hundreds of words.
 
 Figures: recall@10 and recall@50 (share of evidence turns in the top k), session
 recall@10, per type and overall; evidence turns not in the top 50 ("unreachable").
@@ -165,14 +169,30 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=40, help="questions generated")
     parser.add_argument("--backend", default="rag,hybrid,xai")
     parser.add_argument("--keep", type=Path, help="keep data and records here (else a temp dir)")
+    parser.add_argument(
+        "--assistant-words",
+        type=int,
+        default=0,
+        help="pad assistant turns to about N words (LongMemEval's run to hundreds)",
+    )
     args = parser.parse_args()
     names = tuple(n.strip() for n in args.backend.split(",") if n.strip())
     folder = args.keep or Path(tempfile.mkdtemp(prefix="xai-longmem-bench-"))
     started = time.perf_counter()
     try:
-        data = write(folder / f"longmem_synth_seed{args.seed}.json", args.seed, args.questions)
+        data = write(
+            folder / f"longmem_synth_seed{args.seed}.json",
+            args.seed,
+            args.questions,
+            assistant_words=args.assistant_words,
+        )
         result = anyio.run(measure, data, folder / "run", names)
-        result = {"seed": args.seed, "questions": args.questions, **result}
+        result = {
+            "seed": args.seed,
+            "questions": args.questions,
+            "assistant_words": args.assistant_words,
+            **result,
+        }
         result["wall_s"] = round(time.perf_counter() - started, 1)
         show(result, names)
         print(json.dumps(result))

@@ -10,6 +10,12 @@ single-session-user, single-session-assistant, single-session-preference, multi-
 knowledge-update, temporal-reasoning, and abstentions (ids ending ``_abs``, no evidence).
 
     python bench/longmem_synth.py [--seed 0] [--questions 150] [--out FILE]
+                                  [--assistant-words N]
+
+``--assistant-words N`` (off by default) pads every assistant turn with more of the
+replies' sentences until it has about N words, as LongMemEval's assistant turns run to
+hundreds of words while the user's facts sit in short turns. The padding draws on a
+random generator of its own, so the rest of the file is what the seed alone gives.
 
 Without ``--out`` the file goes to a new temporary directory; its path is printed.
 Load it with ``xai.eval.load_longmemeval`` or run ``xai eval longmemeval --data FILE``.
@@ -404,10 +410,34 @@ def generate(seed: int = 0, questions: int = 150, pool: int = 400) -> list[dict[
     return out
 
 
-def write(path: Path, seed: int = 0, questions: int = 150, pool: int = 400) -> Path:
+def lengthen_answers(samples: list[dict[str, Any]], words: int, seed: int = 0) -> None:
+    """Pad every assistant turn of ``samples`` (in place) with sentences of the filler
+    replies, each from a topic drawn at random, until it has at least ``words`` words."""
+    rng = random.Random(f"assistant-words:{seed}")
+    topics = sorted(FILLER)
+    for sample in samples:
+        for session in sample["haystack_sessions"]:
+            for turn in session:
+                if turn["role"] != "assistant":
+                    continue
+                parts = [turn["content"]]
+                count = len(turn["content"].split())
+                while count < words:
+                    sentence = _fill(rng, rng.choice(FILLER[rng.choice(topics)]["reply"]))
+                    parts.append(sentence)
+                    count += len(sentence.split())
+                turn["content"] = " ".join(parts)
+
+
+def write(
+    path: Path, seed: int = 0, questions: int = 150, pool: int = 400, assistant_words: int = 0
+) -> Path:
     """Generate and write the JSON to ``path`` (its folder is created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(generate(seed, questions, pool), indent=None))
+    samples = generate(seed, questions, pool)
+    if assistant_words > 0:
+        lengthen_answers(samples, assistant_words, seed)
+    path.write_text(json.dumps(samples, indent=None))
     return path
 
 
@@ -417,12 +447,15 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--questions", type=int, default=150)
     parser.add_argument("--pool", type=int, default=400, help="filler sessions to draw from")
     parser.add_argument("--out", type=Path, help="the JSON file (default: a new temp dir)")
+    parser.add_argument(
+        "--assistant-words", type=int, default=0, help="pad assistant turns to about N words"
+    )
     args = parser.parse_args(argv)
     out = (
         args.out
         or Path(tempfile.mkdtemp(prefix="xai-longmem-")) / f"longmem_synth_seed{args.seed}.json"
     )
-    write(out, args.seed, args.questions, args.pool)
+    write(out, args.seed, args.questions, args.pool, args.assistant_words)
     print(out)
     return out
 

@@ -73,6 +73,30 @@ def test_the_command_writes_a_file_that_loads(
             )
 
 
+def test_long_answers_pad_only_the_assistant_and_keep_the_rest(
+    tmp_path: Path, data: list[dict[str, Any]]
+) -> None:
+    path = main(
+        ["--seed", "7", "--questions", "24", "--out", str(tmp_path / "d.json"), "--assistant-words", "120"]
+    )  # fmt: skip
+    padded = json.loads(path.read_text())
+    assert len(padded) == len(data)
+    for plain, long in zip(data, padded, strict=True):
+        assert {k: v for k, v in plain.items() if k != "haystack_sessions"} == {
+            k: v for k, v in long.items() if k != "haystack_sessions"
+        }
+        for before, after in zip(
+            plain["haystack_sessions"], long["haystack_sessions"], strict=True
+        ):
+            for old, new in zip(before, after, strict=True):
+                assert (old["role"], old["has_answer"]) == (new["role"], new["has_answer"])
+                if old["role"] == "assistant":
+                    assert new["content"].startswith(old["content"])
+                    assert len(new["content"].split()) >= 120
+                else:
+                    assert new == old
+
+
 def test_every_question_type_and_abstentions_are_present(data: list[dict[str, Any]]) -> None:
     assert {s["question_type"] for s in data} == set(QUESTION_TYPES)
     assert any(s["question_id"].endswith("_abs") for s in data)
