@@ -125,6 +125,8 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
         (msgspec.structs.replace(asked, seq=1), reply),
         (asked, msgspec.structs.replace(reply, speaker="assistant")),
         (asked, msgspec.structs.replace(reply, speaker="Assistant")),
+        (asked, msgspec.structs.replace(reply, speaker="tool")),
+        (asked, msgspec.structs.replace(reply, speaker="system")),
     ):
         pool = [changed_asked, changed_reply, seen, *_filler()]
         scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))

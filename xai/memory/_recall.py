@@ -89,6 +89,10 @@ _YOU = re.compile(r"\b(you|your|yours|you've|you'd)\b", re.I)
 _ASKS = re.compile(r"\?\s*(\[[^\]]*\]\s*)?$")
 """A turn that ends in a question (a bracketed note after it, such as an attachment's, aside)."""
 ASSISTANT = "assistant"
+_NOT_PEOPLE = frozenset({ASSISTANT, "tool", "system"})
+"""Speakers whose reply to a question takes no share of it: the assistant's answer is
+advice, and a tool's or the system's input is no answer (an episode's speaker is its
+origin when the input named no one)."""
 
 
 class EpisodeLike(Protocol):
@@ -121,9 +125,10 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
     answer: float = 0.5
     """Share of a question's positive base score that moves to its answer: the next
-    turn, said by another speaker who is not the assistant (between two people the
-    fact is often in the reply; a user who asks an assistant puts their own facts in
-    the question, so an assistant's reply takes nothing)."""
+    turn, said by another speaker who is a person, not the assistant, a tool or the
+    system. Between two people the fact is often in the reply; a user who asks an
+    assistant puts their own facts in the question, so an assistant's reply takes
+    nothing."""
     length: float = 0.1
     """Weight of a turn's length in its base score (the log of its characters, z-scored
     among the same speaker's turns in the pool): a long turn tells more than "Thanks!"
@@ -405,7 +410,8 @@ def _answers(
     share: float,
 ) -> None:
     """Move ``share`` of each question's positive base score to its answer (in place):
-    the next turn, by another speaker who is not the assistant."""
+    the next turn, by another speaker who is a person (not the assistant, a tool or
+    the system)."""
     before = sessions.at(-1)
     answers = np.flatnonzero(before >= 0)
     if not len(answers):
@@ -416,7 +422,7 @@ def _answers(
     speakers = pool.speakers
     replied = np.fromiter(
         (
-            speakers[a] != speakers[q] and speakers[a].casefold() != ASSISTANT
+            speakers[a] != speakers[q] and speakers[a].casefold() not in _NOT_PEOPLE
             for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
         ),
         dtype=bool,
