@@ -272,8 +272,9 @@ class LongTermMemory(Adjudication, Maintenance):
     ) -> list[MemoryHit]:
         """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
         dense and BM25 candidates with their session neighbours, fused with length,
-        neighbour, answer, session, speaker and date cues). ``tiers`` limits them to facts of those tiers and, with
-        ``"episodes"``, episodes. Each hit's score is its cosine similarity.
+        neighbour, answer, session, speaker and date cues). ``tiers`` limits them to
+        facts of those tiers and, with ``"episodes"``, episodes. Each hit's score is its
+        cosine similarity.
 
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
         with self._repaired_if_unreachable():

@@ -302,20 +302,15 @@ def _z_within(values: np.ndarray, groups: Sequence[str]) -> np.ndarray:
     """``_z`` of ``values`` within each group apart (0 for a group of one): a turn's
     length against its own speaker's other turns, so that a speaker who always says
     more (an assistant's long answers to a user's short questions) is not lifted."""
-    codes: dict[str, int] = {}
-    code = np.fromiter(
-        (codes.setdefault(g, len(codes)) for g in groups), dtype=np.int64, count=len(groups)
-    )
-    if len(codes) <= 1:
+    members: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    if len(members) <= 1:
         return _z(values)
-    values = np.nan_to_num(values.astype(np.float64))
-    count = np.bincount(code)
-    mean = np.bincount(code, values) / count
-    variance = np.maximum(np.bincount(code, values * values) / count - mean * mean, 0.0)
-    spread = np.sqrt(variance)[code]
-    centred = values - mean[code]
-    flat = spread <= 1e-9 * np.maximum(1.0, np.abs(mean[code]))
-    return np.where(flat, 0.0, centred / np.where(flat, 1.0, spread))
+    out = np.zeros(len(values))
+    for rows in members.values():
+        out[rows] = _z(values[rows])
+    return out
 
 
 @functools.lru_cache(maxsize=1 << 16)
