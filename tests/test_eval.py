@@ -16,7 +16,7 @@ from xai.eval import (
     normalise_evidence,
     recall_at,
 )
-from xai.eval._retrieval import session_recall_at
+from xai.eval._retrieval import session_recall_at, turn_episodes
 from xai.memory import local_minilm
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
@@ -135,6 +135,12 @@ def test_longmemeval_format(tmp_path: Path) -> None:
     )
     assert sample.sessions[1].date == "2023/05/02"
     assert question.date == "2023/05/20 (Sat) 02:21"  # "how many days ago" counts from it
+    # the library's retrieval sees the assistant's turns as the assistant's, not a person's
+    assert [(e.speaker, e.origin) for e in turn_episodes(sample)] == [
+        ("user", "user"),
+        ("user", "user"),
+        ("assistant", "assistant"),
+    ]
 
 
 async def test_every_configuration_retrieves_and_recall_is_computed(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def _episode(
     speaker: str = "Ana",
     text: str = "something",
     at: float = 0.0,
+    origin: str = "user",
 ) -> PoolItem:
     return PoolItem(
         id=id,
@@ -50,6 +51,7 @@ def _episode(
         speaker=speaker,
         text=text,
         at=at,
+        origin=origin,
     )
 
 
@@ -118,21 +120,31 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     assert before["reply"] < before["seen"] < before["asked"]
     assert scores["reply"] > scores["seen"]  # lifted past a better-matching turn
     assert scores["asked"] < before["asked"]  # and the question gave it up
-    # only a question, and only to another speaker's next turn; never to the assistant's
+    # only a question, and only to another speaker's next turn, when a person said it:
+    # never to the assistant's reply, another agent's (named or not), a tool's or the
+    # system's input, whatever the speaker is called
     for changed_asked, changed_reply in (
         (msgspec.structs.replace(asked, text="Nice colours."), reply),
         (msgspec.structs.replace(asked, speaker="Ana"), reply),
         (msgspec.structs.replace(asked, seq=1), reply),
-        (asked, msgspec.structs.replace(reply, speaker="assistant")),
-        (asked, msgspec.structs.replace(reply, speaker="Assistant")),
-        (asked, msgspec.structs.replace(reply, speaker="tool")),
-        (asked, msgspec.structs.replace(reply, speaker="system")),
+        (asked, msgspec.structs.replace(reply, speaker="assistant", origin="assistant")),
+        (asked, msgspec.structs.replace(reply, origin="assistant")),
+        (asked, msgspec.structs.replace(reply, speaker="Planner", origin="agent")),
+        (asked, msgspec.structs.replace(reply, speaker="agent", origin="agent")),
+        (asked, msgspec.structs.replace(reply, speaker="tool", origin="tool")),
+        (asked, msgspec.structs.replace(reply, speaker="system", origin="system")),
     ):
         pool = [changed_asked, changed_reply, seen, *_filler()]
         scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
-        assert scores["reply"] < scores["seen"]
+        assert scores["reply"] < scores["seen"], changed_reply
     # a user answering the assistant's question does take it
-    pool = [msgspec.structs.replace(asked, speaker="assistant"), reply, seen, *_filler()]
+    assistant = msgspec.structs.replace(asked, speaker="assistant", origin="assistant")
+    pool = [assistant, reply, seen, *_filler()]
+    scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
+    assert scores["reply"] > scores["seen"]
+    # and a person is a person whatever the name: a user called "Assistant" answers
+    named = msgspec.structs.replace(reply, speaker="Assistant")
+    pool = [asked, named, seen, *_filler()]
     scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
     assert scores["reply"] > scores["seen"]
     # a note after the question mark (an attachment) still leaves it a question
@@ -227,12 +239,13 @@ async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -
         speaker: str
         text: str
         at: float
+        origin: str = "user"
 
     turns = [
         Turn("a0", "a", 0, "Ana", "Good morning!", 0.0),
         Turn("a1", "a", 1, "Ben", "How was the weekend?", 1.0),
         Turn("a2", "a", 2, "Ana", "I adopted a beagle called Toby.", 2.0),
-        Turn("a3", "a", 3, "Ben", "Lovely!", 3.0),
+        Turn("a3", "a", 3, "assistant", "Lovely!", 3.0, "assistant"),
         Turn("a4", "a", 4, "Ana", "Bye.", 4.0),
         Turn("b0", "b", 0, "Ben", "Work is busy.", 5.0),
     ]
@@ -248,13 +261,16 @@ async def test_the_corpus_pool_holds_candidates_and_their_session_neighbours() -
     from_items = Columns.of([columns.item(i) for i in range(len(columns))])
     assert columns.lengths().tolist() == from_items.lengths().tolist()
     assert columns.asks().tolist() == from_items.asks().tolist()
+    assert columns.people().tolist() == from_items.people().tolist()
     assert any(columns.asks())  # "How was the weekend?"
+    assert not columns.people()[columns.ids.index("a3")]  # the assistant's
+    assert columns.people()[columns.ids.index("a2")]
     corpus.discard("a2")
     assert "a2" not in corpus and [t.id for t in corpus.sessions["a"]] == ["a0", "a1", "a3", "a4"]
-    corpus.add([Turn("a5", "a", 5, "Ben", "Why?", 6.0)], [vector])  # reuses a2's row
+    corpus.add([Turn("a5", "a", 5, "Ben", "Why?", 6.0, "tool")], [vector])  # reuses a2's row
     columns = corpus.columns("why", np.asarray(vector), weights)
     row = columns.ids.index("a5")
-    assert columns.lengths()[row] == 4 and columns.asks()[row]
+    assert columns.lengths()[row] == 4 and columns.asks()[row] and not columns.people()[row]
 
 
 def test_the_date_cue_weighs_each_moment_by_its_own_day() -> None:

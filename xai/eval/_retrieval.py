@@ -54,6 +54,8 @@ class TurnEpisode(msgspec.Struct, frozen=True, kw_only=True):
     speaker: str
     text: str
     at: float
+    origin: str = "user"
+    """``assistant`` for the dataset's assistant turns; every other speaker is a person."""
 
 
 def turn_episodes(sample: EvalSample) -> list[TurnEpisode]:
@@ -71,6 +73,7 @@ def turn_episodes(sample: EvalSample) -> list[TurnEpisode]:
                     speaker=message.speaker,
                     text=message.text,
                     at=start + seq,
+                    origin="assistant" if message.speaker.casefold() == "assistant" else "user",
                 )
             )
     return out

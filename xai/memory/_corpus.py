@@ -20,6 +20,7 @@ import numpy as np
 from xai.memory._held import PACKED, pack, unpack
 from xai.memory._lexical import LexicalIndex
 from xai.memory._recall import (
+    PERSON,
     Columns,
     EpisodeLike,
     PoolItem,
@@ -57,9 +58,11 @@ class EpisodeCorpus:
         self._key = np.zeros(0, dtype=np.int64)
         self._added = np.zeros(0, dtype=np.int64)
         self._lexical_row = np.zeros(0, dtype=np.int64)
-        # Per row, what the fusion reads of the text: its length and whether it asks.
+        # Per row, what the fusion reads of the text and its origin: the text's length,
+        # whether it asks, and whether a person said it.
         self._length = np.zeros(0, dtype=np.int64)
         self._asks = np.zeros(0, dtype=np.int64)
+        self._person = np.zeros(0, dtype=np.int64)
         self._adds = 0
         self._order: tuple[np.ndarray, np.ndarray] | None = None
         """Live rows in session order and their keys (rebuilt after a change)."""
@@ -110,6 +113,7 @@ class EpisodeCorpus:
             self._lexical_row[row] = self.lexical.row_of(episode.id)
             self._length[row] = len(episode.text)
             self._asks[row] = ends_in_question(episode.text)
+            self._person[row] = episode.origin == PERSON
         self._order = None
 
     def _grow(self) -> int:
@@ -118,7 +122,7 @@ class EpisodeCorpus:
             grown = np.zeros((size, self._vectors.shape[1]), dtype=PACKED)
             grown[: self._used] = self._vectors[: self._used]
             self._vectors = grown
-            for name in ("_key", "_added", "_lexical_row", "_length", "_asks"):
+            for name in ("_key", "_added", "_lexical_row", "_length", "_asks", "_person"):
                 array = np.zeros(size, dtype=np.int64)
                 array[: self._used] = getattr(self, name)[: self._used]
                 setattr(self, name, array)
@@ -217,6 +221,7 @@ class EpisodeCorpus:
                 speaker=e.speaker,
                 text=e.text,
                 at=e.at,
+                origin=e.origin,
             )
 
         return Columns(
@@ -232,6 +237,7 @@ class EpisodeCorpus:
             item=item,
             lengths=lambda: self._length[rows].astype(np.float64),
             asks=lambda: self._asks[rows].astype(bool),
+            people=lambda: self._person[rows].astype(bool),
         )
 
     def _neighbourhood(self, seeds: np.ndarray, span: int) -> np.ndarray:

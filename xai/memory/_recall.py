@@ -16,11 +16,12 @@ costs the same at 600 turns and at 100k:
    no cue depends on the embedder's or BM25's scale):
    - neighbours: each episode gains a share of its neighbours' base scores;
    - answers: a turn that ends in a question passes a share of its (positive) base
-     score to the next turn when another speaker, not the assistant, says it: a
-     question is found by the words the query shares with it, but between two people
-     the fact is often in the reply ("What gave you the idea?" / "I'm obsessed with
-     those..."). An assistant's reply takes nothing: a user who asks an assistant puts
-     their own facts in the question;
+     score to the next turn when another speaker says it and that turn is a person's
+     input: a question is found by the words the query shares with it, but between two
+     people the fact is often in the reply ("What gave you the idea?" / "I'm obsessed
+     with those..."). The assistant's reply (or another agent's, a tool's, the
+     system's) takes nothing: a user who asks an assistant puts their own facts in the
+     question;
    - sessions: each episode gains a share of the best base score in its session (a
      session that holds a good match likely holds the rest of the answer);
    - speaker: when the query names exactly one known speaker, that speaker's
@@ -59,6 +60,7 @@ from xai.exceptions import ConfigurationError
 from xai.memory._dates import DateWindow, day_of, question_windows
 
 __all__ = [
+    "PERSON",
     "Columns",
     "EpisodeLike",
     "PoolItem",
@@ -89,10 +91,10 @@ _YOU = re.compile(r"\b(you|your|yours|you've|you'd)\b", re.I)
 _ASKS = re.compile(r"\?\s*(\[[^\]]*\]\s*)?$")
 """A turn that ends in a question (a bracketed note after it, such as an attachment's, aside)."""
 ASSISTANT = "assistant"
-_NOT_PEOPLE = frozenset({ASSISTANT, "tool", "system"})
-"""Speakers whose reply to a question takes no share of it: the assistant's answer is
-advice, and a tool's or the system's input is no answer (an episode's speaker is its
-origin when the input named no one)."""
+PERSON = "user"
+"""The origin of a person's input (``xai.messages.Origin``): the only replies that take a
+share of a question's score. The assistant's answer is advice; another agent's, a tool's
+or the system's input is no person's answer."""
 
 
 class EpisodeLike(Protocol):
@@ -110,6 +112,8 @@ class EpisodeLike(Protocol):
     def text(self) -> str: ...
     @property
     def at(self) -> float: ...
+    @property
+    def origin(self) -> str: ...
 
 
 class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,10 +129,10 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """Share of the base score of the neighbour at distance 1, 2, ... (same session)."""
     answer: float = 0.5
     """Share of a question's positive base score that moves to its answer: the next
-    turn, said by another speaker who is a person, not the assistant, a tool or the
-    system. Between two people the fact is often in the reply; a user who asks an
-    assistant puts their own facts in the question, so an assistant's reply takes
-    nothing."""
+    turn, said by another speaker and a person's input (origin ``user``; not the
+    assistant, another agent, a tool or the system). Between two people the fact is
+    often in the reply; a user who asks an assistant puts their own facts in the
+    question, so an assistant's reply takes nothing."""
     length: float = 0.1
     """Weight of a turn's length in its base score (the log of its characters, z-scored
     among the same speaker's turns in the pool): a long turn tells more than "Thanks!"
@@ -187,6 +191,8 @@ class PoolItem(msgspec.Struct, frozen=True, kw_only=True):
     speaker: str = ""
     text: str = ""
     at: float | None = None
+    origin: str = PERSON
+    """An episode's: who produced it (``xai.messages.EpisodeOrigin``)."""
     evidence: tuple[str, ...] = ()
     """A fact's: the ids of the episodes it was drawn from."""
 
@@ -201,6 +207,7 @@ class Columns:
         "_at",
         "_item",
         "_lengths",
+        "_people",
         "_texts",
         "dense",
         "episode",
@@ -226,11 +233,12 @@ class Columns:
         item: Callable[[int], PoolItem],
         lengths: Callable[[], np.ndarray] | None = None,
         asks: Callable[[], np.ndarray] | None = None,
+        people: Callable[[], np.ndarray] | None = None,
     ) -> None:
         self.ids, self.dense, self.lexical, self.episode = ids, dense, lexical, episode
         self.session_ids, self.seq, self.speakers = session_ids, seq, speakers
         self._texts, self._at, self._item = texts, at, item
-        self._lengths, self._asks = lengths, asks
+        self._lengths, self._asks, self._people = lengths, asks, people
 
     @classmethod
     def of(cls, pool: Sequence[PoolItem]) -> Columns:
@@ -246,6 +254,7 @@ class Columns:
             texts=lambda: [p.text for p in pool],
             at=lambda: [p.at for p in pool],
             item=pool.__getitem__,
+            people=lambda: np.array([p.origin == PERSON for p in pool], dtype=bool),
         )
 
     def __len__(self) -> int:
@@ -271,6 +280,12 @@ class Columns:
         if self._asks is not None:
             return self._asks()
         return np.array([ends_in_question(t) for t in self.texts()], dtype=bool)
+
+    def people(self) -> np.ndarray:
+        """Whether each item is a person's input (origin ``user``); all, when not told."""
+        if self._people is not None:
+            return self._people()
+        return np.ones(len(self.ids), dtype=bool)
 
 
 def _z(values: np.ndarray) -> np.ndarray:
@@ -405,8 +420,7 @@ def _answers(
     share: float,
 ) -> None:
     """Move ``share`` of each question's positive base score to its answer (in place):
-    the next turn, by another speaker who is a person (not the assistant, a tool or
-    the system)."""
+    the next turn, by another speaker, when it is a person's input (``PERSON``)."""
     before = sessions.at(-1)
     answers = np.flatnonzero(before >= 0)
     if not len(answers):
@@ -414,12 +428,11 @@ def _answers(
     asked = before[answers]
     questions = pool.asks()[asked]
     answers, asked = answers[questions], asked[questions]
+    people = pool.people()[answers]
+    answers, asked = answers[people], asked[people]
     speakers = pool.speakers
     replied = np.fromiter(
-        (
-            speakers[a] != speakers[q] and speakers[a].casefold() not in _NOT_PEOPLE
-            for a, q in zip(answers.tolist(), asked.tolist(), strict=True)
-        ),
+        (speakers[a] != speakers[q] for a, q in zip(answers.tolist(), asked.tolist(), strict=True)),
         dtype=bool,
         count=len(answers),
     )
