@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -147,6 +148,12 @@ def test_a_question_passes_a_share_of_its_score_to_its_answer() -> None:
     pool = [asked, named, seen, *_filler()]
     scores = dict(zip((p.id for p in pool), fuse("q", pool, cue), strict=True))
     assert scores["reply"] > scores["seen"]
+    # two turns at the answer's place (the corpus keeps equal seqs): one takes the share,
+    # and it is what the question gave up
+    twin = msgspec.structs.replace(reply, id="twin")
+    pool = [asked, reply, twin, seen, *_filler()]
+    moved = fuse("q", pool, cue) - fuse("q", pool, off)
+    assert moved[1] > 0 and moved[2] == 0 and moved[0] == pytest.approx(-moved[1])
     # a note after the question mark (an attachment) still leaves it a question
     noted = msgspec.structs.replace(asked, text="Why the colours? [shares a photo: a bowl]")
     pool = [noted, reply, seen, *_filler()]
@@ -199,18 +206,49 @@ def test_facts_and_episodes_share_one_ranking_and_facts_take_no_episode_cues() -
     undated = fuse("What did Ana paint?", pool, WEIGHTS)
     assert dated[1] > undated[1]  # the date lifts the episode
     assert dated[0] == undated[0]  # and not the fact
-    # nor does any other episode cue, though the fact is long, asks, and has a session
-    told = PoolItem(
-        id="f", kind="fact", dense=0.6, lexical=2.0, session_id="s1", seq=1, speaker="Ben",
-        text="Ana paints every weekend, and what does she paint most of all?",
-    )  # fmt: skip
-    pool = [told, episode, *_filler()]
-    plain = msgspec.structs.replace(
-        WEIGHTS, neighbours=(), length=0.0, answer=0.0, session_best=0.0, speaker=0.0
-    )
-    for cue in ("length", "answer", "session_best", "neighbours"):
-        alone = msgspec.structs.replace(plain, **{cue: getattr(WEIGHTS, cue)})
-        assert fuse("q", pool, alone)[0] == fuse("q", pool, plain)[0], cue
+    # nor does any other episode cue, though the fact has all an episode would need to
+    # take it: a session and a place in it, right after another speaker's question, the
+    # speaker the query names (among turns of theirs of other lengths), the assistant's
+    # name, a time word, a date the query names
+    question = _episode("ask", "s1", 0, dense=0.5, speaker="Ben", text="And what do you paint?")
+    said = [_episode(f"a{i}", "s2", i, dense=0.3, text="x" * 9**i) for i in range(3)]
+    said += [  # a question an episode answers
+        _episode("why", "s3", 0, dense=0.5, speaker="Ben", text="Why so?"),
+        _episode(
+            "so", "s3", 1, dense=0.2, text="It rained yesterday.", at=_at("2023-05-08T09:00:00")
+        ),
+        _episode("me", "s4", 0, dense=0.2, speaker="assistant", text="Try watercolours."),
+    ]
+    for speaker in ("Ana", "assistant"):
+        told = PoolItem(
+            id="f", kind="fact", dense=0.6, lexical=2.0, session_id="s1", seq=1, speaker=speaker,
+            text="Ana paints every weekend since last May, and what do you paint?",
+            at=_at("2023-05-08T00:00:00"),
+        )  # fmt: skip
+        pool = [told, question, *said, *_filler()]
+        plain = msgspec.structs.replace(
+            WEIGHTS, neighbours=(), length=0.0, answer=0.0, session_best=0.0, speaker=0.0,
+            you=0.0, time_words=0.0, date=0.0,
+        )  # fmt: skip
+        cues: dict[str, dict[str, Any]] = {
+            "length": {"length": WEIGHTS.length},
+            "answer": {"answer": WEIGHTS.answer},
+            "session_best": {"session_best": WEIGHTS.session_best},
+            "neighbours": {"neighbours": WEIGHTS.neighbours},
+            "session": {"session": 0.25},
+            "speaker": {"speaker": WEIGHTS.speaker},
+            "you": {"you": WEIGHTS.you},
+            "time_words": {"time_words": WEIGHTS.time_words},
+            "date": {"date": WEIGHTS.date},
+        }
+        for cue, setting in cues.items():
+            # a query that names Ana, or none (then its "you" is the assistant)
+            named = "Ana" if cue != "you" else "one"
+            query = f"When did {named} say what you paint, on 8 May 2023?"
+            alone = msgspec.structs.replace(plain, **setting)
+            moved = fuse(query, pool, alone) - fuse(query, pool, plain)
+            assert moved[0] == 0, (speaker, cue)  # the fact: not moved
+            assert moved[1:].any(), (speaker, cue)  # the cue does act on the episodes
 
 
 def test_a_fact_stands_where_it_was_said_and_shares_its_turn_s_slot() -> None:
@@ -306,6 +344,13 @@ def test_the_date_cue_weighs_each_moment_by_its_own_day() -> None:
         {"answer": float("nan")},
         {"session_best": float("inf")},
         {"neighbours": (0.3, -0.1)},
+        {"depth": 2.5},
+        {"sessions": 1.5},
+        {"span": True},
+        {"span": 10**9},
+        {"lexical": True},
+        {"speaker": "0.5"},
+        {"neighbours": [0.3]},
     ],
 )
 def test_recall_weights_refuse_what_would_rank_nonsense(bad: dict[str, object]) -> None:

@@ -116,6 +116,10 @@ class EpisodeLike(Protocol):
     def origin(self) -> str: ...
 
 
+_MAX_SPAN = 64
+"""Neighbours on each side past which a window is a whole session (and a pool, thousands)."""
+
+
 class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     """The fusion's few weights (chosen on LoCoMo conversations 0-4; see the module doc)."""
 
@@ -154,11 +158,17 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
     sessions: int = 2
 
     def __post_init__(self) -> None:
-        if self.depth < 1 or self.span < 0 or self.sessions < 1:
+        counts = {"depth": self.depth, "span": self.span, "sessions": self.sessions}
+        for name, count in counts.items():
+            if not isinstance(count, int) or isinstance(count, bool):
+                raise ConfigurationError(f"recall weights: {name} must be an int, not {count!r}")
+        if self.depth < 1 or not 0 <= self.span <= _MAX_SPAN or self.sessions < 1:
             raise ConfigurationError(
-                f"recall weights: depth must be >= 1, span >= 0 and sessions >= 1 "
-                f"(got {self.depth}, {self.span}, {self.sessions})"
+                f"recall weights: depth must be >= 1, span in [0, {_MAX_SPAN}] and "
+                f"sessions >= 1 (got {self.depth}, {self.span}, {self.sessions})"
             )
+        if not isinstance(self.neighbours, tuple):
+            raise ConfigurationError("recall weights: neighbours must be a tuple of shares")
         shares = {
             "lexical": self.lexical,
             "answer": self.answer,
@@ -173,6 +183,8 @@ class RecallWeights(msgspec.Struct, frozen=True, kw_only=True):
             **{f"neighbours[{i}]": share for i, share in enumerate(self.neighbours)},
         }
         for name, value in shares.items():
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise ConfigurationError(f"recall weights: {name} must be a number, not {value!r}")
             if not math.isfinite(value) or value < 0:
                 raise ConfigurationError(f"recall weights: {name} must be finite and >= 0")
         if self.lexical > 1:
@@ -390,7 +402,8 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
     if weights.answer > 0:
         _answers(pool, base, scores, sessions, weights.answer)
     if weights.session_best > 0 and sessions.count:
-        # Centred over the episodes, so it moves them among themselves and not past facts.
+        # Centred over the episodes: their mean stays, so the episodes as a whole do not
+        # rise past the facts (those of the best sessions do; the rest fall).
         best = sessions.best(base)[sessions.code[episode]]
         scores[episode] += weights.session_best * (best - best.mean())
     spread = float(scores.std()) or 1.0
@@ -399,7 +412,7 @@ def fuse_columns(query: str, pool: Columns, weights: RecallWeights) -> np.ndarra
     if speaker is not None:
         weight = weights.you if speaker == ASSISTANT else weights.speaker
         said = np.array([s == speaker for s in pool.speakers], dtype=bool)
-        scores += weight * spread * said
+        scores += weight * spread * (said & episode)
     if query.lower().lstrip().startswith("when"):
         talks_of_time = np.array(
             [e and _talks_of_time(t) for t, e in zip(pool.texts(), marks, strict=True)],
@@ -437,9 +450,13 @@ def _answers(
         count=len(answers),
     )
     answers, asked = answers[replied], asked[replied]
+    # Two turns at the question's next seq (the corpus keeps equal seqs): one answers it,
+    # the first in the pool, so that what the question gives up is what its answer gains.
+    _, first = np.unique(asked, return_index=True)
+    answers, asked = answers[first], asked[first]
     moved = share * np.maximum(base[asked], 0.0)
     scores[answers] += moved
-    scores[asked] -= moved  # a question has one next turn: no index repeats
+    scores[asked] -= moved
 
 
 def ends_in_question(text: str) -> bool:
@@ -451,7 +468,7 @@ def ends_in_question(text: str) -> bool:
 
 class _Sessions:
     """The pool's episodes by session and ``seq``, as arrays: ``code`` numbers each session
-    (in the order its first episode appears; -1 for an item of no episode's session)."""
+    (in the order its first episode appears; -1 for a fact, whatever its session)."""
 
     def __init__(self, session_ids: list[str], seq: np.ndarray, episode: np.ndarray) -> None:
         codes: dict[str, int] = {}
@@ -461,11 +478,6 @@ class _Sessions:
             for s, e in zip(session_ids, marks, strict=True)
         ]
         self.count = len(codes)
-        if self.count and not all(marks):  # a fact in an episode's session (id "")
-            code = [
-                c if e else codes.get(s, -1)
-                for c, s, e in zip(code, session_ids, marks, strict=True)
-            ]
         self.code = np.array(code, dtype=np.int64)
         self.episode = episode
         self.key = (self.code << 32) + seq
@@ -579,4 +591,4 @@ def _boost_sessions(scores: np.ndarray, sessions: _Sessions, weights: RecallWeig
     lead = (best[ranked[0]] - best[ranked[min(weights.sessions, len(ranked) - 1)]]) / spread
     boost = min(weights.session_max, weights.session * lead) * spread
     top = ranked[: weights.sessions]
-    return np.asarray(scores + boost * np.isin(sessions.code, top))
+    return np.asarray(scores + boost * (np.isin(sessions.code, top) & sessions.episode))
