@@ -300,13 +300,26 @@ class Columns:
         return np.ones(len(self.ids), dtype=bool)
 
 
-def _z(values: np.ndarray) -> np.ndarray:
+def _z(values: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """``values`` z-scored: over them all, or within each group of ``groups`` (a group
+    number per value) apart. Values all equal (up to rounding) score 0: no signal."""
     values = np.nan_to_num(values.astype(np.float64))
-    mean = float(values.mean()) if len(values) else 0.0
-    spread = float(values.std()) if len(values) else 0.0
-    if spread <= 1e-12 * max(1.0, abs(mean)):  # all equal (up to rounding): no signal
-        return np.zeros(len(values))
-    return np.asarray((values - mean) / spread)
+    if groups is None:
+        mean = float(values.mean()) if len(values) else 0.0
+        spread = float(values.std()) if len(values) else 0.0
+        if spread <= _FLAT * max(1.0, abs(mean)):
+            return np.zeros(len(values))
+        return np.asarray((values - mean) / spread)
+    count = np.maximum(np.bincount(groups), 1)
+    means = (np.bincount(groups, values) / count)[groups]
+    centred = values - means
+    spreads = np.sqrt(np.bincount(groups, centred * centred) / count)[groups]
+    flat = spreads <= _FLAT * np.maximum(1.0, np.abs(means))
+    return np.asarray(np.where(flat, 0.0, centred / np.where(flat, 1.0, spreads)))
+
+
+_FLAT = 1e-12
+"""A spread this small next to its mean is rounding's, of values all equal."""
 
 
 def named_speaker(query: str, speakers: Iterable[str]) -> str | None:
@@ -329,15 +342,11 @@ def _z_within(values: np.ndarray, groups: Sequence[str]) -> np.ndarray:
     """``_z`` of ``values`` within each group apart (0 for a group of one): a turn's
     length against its own speaker's other turns, so that a speaker who always says
     more (an assistant's long answers to a user's short questions) is not lifted."""
-    members: dict[str, list[int]] = {}
-    for i, group in enumerate(groups):
-        members.setdefault(group, []).append(i)
-    if len(members) <= 1:
-        return _z(values)
-    out = np.zeros(len(values))
-    for rows in members.values():
-        out[rows] = _z(values[rows])
-    return out
+    codes: dict[str, int] = {}
+    code = np.fromiter(
+        (codes.setdefault(g, len(codes)) for g in groups), dtype=np.int64, count=len(groups)
+    )
+    return _z(values, code if len(codes) > 1 else None)
 
 
 @functools.lru_cache(maxsize=1 << 16)
