@@ -20,7 +20,7 @@ from xai.memory import (
     rank,
 )
 from xai.memory._dates import day_of, question_windows
-from xai.memory._recall import _DATE_WEIGHT, _near_dates, named_speaker
+from xai.memory._recall import _DATE_WEIGHT, _near_dates, _z, named_speaker
 
 WEIGHTS = RecallWeights()
 pytestmark = pytest.mark.anyio
@@ -375,3 +375,17 @@ def test_a_text_of_one_length_everywhere_gives_the_length_cue_nothing() -> None:
     pool = [_episode(f"e{i}", f"s{i}", 0, dense=0.1 * i, text="same") for i in range(8)]
     off = msgspec.structs.replace(WEIGHTS, length=0.0)
     assert np.allclose(fuse("q", pool, WEIGHTS), fuse("q", pool, off))
+
+
+def test_a_z_score_within_groups_is_each_group_s_own() -> None:
+    """Grouped moments give what each group z-scored alone gives: a group of equal values
+    (up to rounding) or of one value scores 0, and NaN counts as 0."""
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.normal(5, 2, 9), np.full(4, 0.1 + 0.2), [3.0], [np.nan, 1.0]])
+    groups = np.array([0] * 9 + [1] * 4 + [2] + [3, 3])
+    grouped = _z(values, groups)
+    for g in range(4):
+        alone = _z(values[groups == g])
+        assert np.allclose(grouped[groups == g], alone, atol=1e-12), g
+    assert not grouped[9:14].any()  # equal values, and a group of one
+    assert grouped[14:].tolist() == [-1.0, 1.0]
