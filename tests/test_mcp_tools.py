@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_helpers import Transport, fixture_server
+from tests.mcp_helpers import Transport, child_env, fixture_server
 from tests.session_helpers import history_problems
 from xai.agent import Agent
 from xai.exceptions import MCPServerError, ToolDefinitionError
 from xai.messages import ToolCall, ToolMessage, ToolSpec, TurnStatus
 from xai.providers import OpenAIProvider
-from xai.session import Session
+from xai.session import Session, SessionConfig
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall, ScriptedProvider
 from xai.tools import MCPServer, ToolSet, tool
 
@@ -210,6 +210,62 @@ async def test_a_tool_name_clash_asks_for_a_prefix() -> None:
         assert "fx_convert" in {s.name for s in tools.specs}
         result = await tools.call(call("fx_convert", '{"amount": 2, "unit": "mi"}'))
         assert result.success and result.content == "2.0 mi = 3.22 km"
+
+
+_DELEGATE_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("has-a-delegate-tool", log_level="WARNING")
+
+
+@server.tool()
+def delegate(task: str) -> str:
+    \"\"\"A tool named as a Session's own.\"\"\"
+    return task
+
+
+server.run()
+"""
+
+
+@pytest.mark.backend_agnostic
+async def test_no_request_lists_a_tool_name_twice_whoever_opened_the_server(
+    tmp_path: Path,
+) -> None:
+    """A clash is refused when the set opens, not only for servers the set starts: a server
+    its owner opened, a tool ``derive`` added, and a Session's own ``delegate``."""
+
+    @tool
+    def convert(x: int) -> int:
+        """Clash."""
+        return x
+
+    async with fixture_server("stdio") as server, server:  # opened by its owner
+        with pytest.raises(ToolDefinitionError, match="give the server a prefix"):
+            async with ToolSet([convert], mcp=[server]).open():
+                pass
+        derived = ToolSet(mcp=[server]).derive(context=None, extra=[convert])
+        with pytest.raises(ToolDefinitionError, match="give the server a prefix"):
+            async with derived.open():
+                pass
+        with pytest.raises(ToolDefinitionError, match="give the server a prefix"):
+            derived.specs  # noqa: B018  (what a request would list: refused, not sent)
+        assert state(server) == "open"  # left to its owner
+    with pytest.raises(ToolDefinitionError, match="two tools are named"):
+        ToolSet([convert]).derive(context=None, extra=[convert])
+    script = tmp_path / "delegate_server.py"
+    script.write_text(_DELEGATE_SERVER)
+    own = MCPServer.stdio(sys.executable, [str(script)], name="own", env=child_env())
+    async with OpenAIWireServer([Reply(text="never asked")]) as wire:
+        async with OpenAIProvider(wire.llm_config()) as provider:
+            session = Session(
+                provider, tools=ToolSet(mcp=[own]), config=SessionConfig(delegation=True)
+            )
+            with pytest.raises(ToolDefinitionError, match="'delegate'"):
+                async with session:
+                    await session.send("go")
+            assert wire.chat_requests() == []  # nothing was sent
+    assert state(own) == "closed"
 
 
 @pytest.mark.backend_agnostic

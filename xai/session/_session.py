@@ -486,7 +486,7 @@ class Session:
         try:
             # MCP tool sources nobody opened yet are this Session's: started before it
             # reports started (a failure is raised to the opener), stopped after it finalised.
-            async with self._base_tools.open():
+            async with self._tools.open():  # its own tools too: `delegate` is one
                 await self._run(task_status)
         finally:
             self._finished.set()

@@ -90,6 +90,8 @@ class ToolSet:
         clone = copy.copy(self)
         clone._tools = dict(self._tools)
         for t in extra:
+            if t.name in clone._tools:
+                raise ToolDefinitionError(f"two tools are named {t.name!r}")
             clone._tools[t.name] = t
         clone._specs = tuple(t.spec for t in clone._tools.values())
         clone.context = context
@@ -110,10 +112,16 @@ class ToolSet:
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        """Python tools first, then each open MCP server's tools."""
+        """Python tools first, then each open MCP server's tools. ``ToolDefinitionError``
+        if two share a name (``open`` refuses that first): a request never lists a name
+        twice."""
         if not self._sources:
             return self._specs
-        return self._specs + tuple(spec for s in self._sources for spec in s.specs)
+        specs = self._specs + tuple(spec for s in self._sources for spec in s.specs)
+        if len({spec.name for spec in specs}) != len(specs):
+            for source in self._sources:
+                self._check_names(source)  # says which server clashes with what
+        return specs
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[ToolSet]:
@@ -122,7 +130,8 @@ class ToolSet:
         A server already open (its owner, e.g. the Agent, started it) is used and left
         alone. Raises ``MCPServerError`` naming a server that fails to start (the ones
         started before it are stopped), ``ToolDefinitionError`` when a server's tool has
-        the name of another tool.
+        the name of another tool of this set (a Python tool, one added by ``derive`` such
+        as a Session's ``delegate``, or another server's), whoever started the server.
         """
         opened: list[MCPServer] = []
         try:
@@ -130,7 +139,8 @@ class ToolSet:
                 if source.state == "closed":
                     await source.start()
                     opened.append(source)
-                    self._check_names(source)
+            for source in self._sources:
+                self._check_names(source)
             yield self
         finally:
             for source in reversed(opened):  # each one shields its own stop
