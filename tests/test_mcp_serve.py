@@ -20,9 +20,12 @@ from mcp_types import CallToolResult
 
 from tests.mcp_helpers import child_env, first_line
 from tests.test_demo import clean_env
+from xai.agent import Agent
 from xai.cli._mcp import parse_address
 from xai.exceptions import ConfigurationError
+from xai.mcp import agent_mcp_server
 from xai.memory._ledger import Ledger
+from xai.testing import ScriptedProvider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -153,6 +156,17 @@ async def test_memory_and_sessions_over_streamable_http(tmp_path: Path) -> None:
         f.text for d in Ledger.read_path(agent_dir / "memory" / "ledger.jsonl") for f in d.facts
     }
     assert {"The user lives in Lyon.", "The user's name is Bea."} <= texts
+
+
+def test_every_tool_runs_on_the_agents_event_loop(tmp_path: Path) -> None:
+    """The SDK runs a plain function tool in a worker thread, where reading the Agent's
+    memory would race the adjudication writing it on the loop (``recent_facts`` did:
+    "dictionary changed size during iteration"): every tool must be a coroutine."""
+    agent = Agent(tmp_path / "agent", ScriptedProvider([]))
+    server = agent_mcp_server(agent)
+    tools = server._tool_manager.list_tools()  # the SDK's registry: is_async per tool
+    assert {t.name for t in tools} >= {"search_memory", "recent_facts", "send_message"}
+    assert [t.name for t in tools if not t.is_async] == []
 
 
 def test_the_http_address_is_parsed_with_a_local_default() -> None:

@@ -256,15 +256,15 @@ async def test_no_request_lists_a_tool_name_twice_whoever_opened_the_server(
     script = tmp_path / "delegate_server.py"
     script.write_text(_DELEGATE_SERVER)
     own = MCPServer.stdio(sys.executable, [str(script)], name="own", env=child_env())
-    async with OpenAIWireServer([Reply(text="never asked")]) as wire:
-        async with OpenAIProvider(wire.llm_config()) as provider:
-            session = Session(
-                provider, tools=ToolSet(mcp=[own]), config=SessionConfig(delegation=True)
-            )
-            with pytest.raises(ToolDefinitionError, match="'delegate'"):
-                async with session:
-                    await session.send("go")
-            assert wire.chat_requests() == []  # nothing was sent
+    async with (
+        OpenAIWireServer([Reply(text="never asked")]) as wire,
+        OpenAIProvider(wire.llm_config()) as provider,
+    ):
+        session = Session(provider, tools=ToolSet(mcp=[own]), config=SessionConfig(delegation=True))
+        with pytest.raises(ToolDefinitionError, match="'delegate'"):
+            async with session:
+                await session.send("go")
+        assert wire.chat_requests() == []  # nothing was sent
     assert state(own) == "closed"
 
 

@@ -152,8 +152,10 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
             raise ToolError(f"no fact {fact_id!r}") from None
         return Forgotten(fact_id=fact_id, decision=decision.kind)
 
+    # Every tool is a coroutine: the SDK runs a plain function in a worker thread, where
+    # reading the Agent's memory races the adjudication that writes it on the loop.
     @server.tool()
-    def recent_facts(
+    async def recent_facts(
         limit: Annotated[int, Field(ge=1, le=200, description="how many facts")] = 10,
     ) -> list[FactView]:
         """The facts the Agent holds, most recently seen first."""
