@@ -265,6 +265,29 @@ async def test_token_usage_and_duration_histograms_follow_the_conventions(
     assert attrs(chat)["gen_ai.response.id"].startswith("chatcmpl-")
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_stream_setting_and_an_estimated_usage_are_recorded_as_what_they_are(
+    traces: Traces, stream: bool
+) -> None:
+    """``gen_ai.request.stream`` is the request's own; usage the server did not send is
+    xai's estimate: on the span, marked so, and kept out of the token histogram."""
+    async with (
+        OpenAIWireServer([Reply(text="Hello!")], send_usage=False) as server,
+        OpenAIProvider(server.llm_config(stream=stream)) as provider,
+    ):
+        result = await Query(provider, telemetry=traces.telemetry).run((), "hi")
+        assert server.chat_requests()[0].body.get("stream", False) is stream
+    assert result.usage.estimated and result.usage.prompt_tokens > 0
+    chat = attrs(traces.one(f"chat {provider.model}"))
+    assert chat["gen_ai.request.stream"] is stream
+    assert chat["gen_ai.usage.input_tokens"] == result.usage.prompt_tokens
+    assert chat["xai.usage.estimated"] is True
+    data = traces.reader.get_metrics_data()
+    assert data is not None
+    names = {m.name for r in data.resource_metrics for sc in r.scope_metrics for m in sc.metrics}
+    assert names == {"gen_ai.client.operation.duration"}  # no token records from a guess
+
+
 async def test_spans_sampled_out_still_leave_every_metric_record_with_its_own_error() -> None:
     # xai builds each request's metric attributes once and skips span attributes nobody
     # records: the records must not depend on sampling, nor one request's error leak into

@@ -318,6 +318,12 @@ class OpenAIProvider:
         """The endpoint requests go to (``server.address`` in traces)."""
         return str(self._client.base_url)
 
+    @property
+    def streams(self) -> bool:
+        """Whether requests ask for a streamed answer (``LLMConfig.stream``;
+        ``gen_ai.request.stream`` in traces)."""
+        return self._config.stream
+
     async def aclose(self) -> None:
         if self._owns_client:
             await self._client.close()

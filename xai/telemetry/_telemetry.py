@@ -82,7 +82,8 @@ CONVERSATION = "gen_ai.conversation.id"
 class ModelClient(Protocol):
     """What telemetry reads of a provider. An optional ``base_url`` (``str``) gives
     ``server.address``/``server.port``; an optional ``provider_name`` overrides
-    ``gen_ai.provider.name`` (``openai``: xai speaks the OpenAI Chat Completions API)."""
+    ``gen_ai.provider.name`` (``openai``: xai speaks the OpenAI Chat Completions API);
+    an optional ``streams`` (``bool``, by default true) gives ``gen_ai.request.stream``."""
 
     @property
     def model(self) -> str: ...
@@ -321,7 +322,7 @@ class _Client:
     after, so they are handed to the SDK as they are: the provider's own, the ``chat``
     span's start by model, and the metric records' sets by model, response model and error."""
 
-    __slots__ = ("_chat", "_metrics", "provider")
+    __slots__ = ("_chat", "_metrics", "provider", "streams")
 
     _MAX_SETS = 256
     """Attribute sets kept per provider; past it (models by the hundred) they are built
@@ -334,6 +335,7 @@ class _Client:
         server = server_of(getattr(client, "base_url", None))
         if server is not None:
             self.provider[SERVER_ADDRESS], self.provider[SERVER_PORT] = server
+        self.streams = bool(getattr(client, "streams", True))
         self._chat: dict[str, dict[str, Any]] = {}
         self._metrics: dict[tuple[str, str | None, str | None], _MetricAttributes] = {}
 
@@ -344,7 +346,7 @@ class _Client:
                 **self.provider,
                 OPERATION: "chat",
                 REQUEST_MODEL: model,
-                "gen_ai.request.stream": True,
+                "gen_ai.request.stream": self.streams,
             }
             if len(self._chat) < self._MAX_SETS:
                 self._chat[model] = known
@@ -458,7 +460,7 @@ class ChatSpan(Operation):
     ) -> None:
         """The answer came: what the model said it did and what it cost."""
         self._metric = metric = self._client.metric_attributes(self._model, response_model, None)
-        if usage is not None:
+        if usage is not None and not usage.estimated:  # a histogram of counts, not guesses
             record, current = self._telemetry._token_usage.record, self._current
             record(usage.prompt_tokens, metric.input, current)
             record(usage.completion_tokens, metric.output, current)
@@ -473,6 +475,8 @@ class ChatSpan(Operation):
         if usage is not None:
             attributes["gen_ai.usage.input_tokens"] = usage.prompt_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.completion_tokens
+            if usage.estimated:  # the server sent none: counted with the tokenizer
+                attributes["xai.usage.estimated"] = True
             if usage.reasoning_tokens:
                 attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
             if usage.cached_tokens:
