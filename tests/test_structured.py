@@ -112,13 +112,16 @@ async def test_no_format_at_all_when_json_object_is_refused_too(
     openai_server.script.add_responder(
         refuses("json_schema", "json_object", answer='{"city": "Porto", "population": 1}')
     )
-    parsed, _ = await ask_structured(provider, [UserMessage(content="North?")], Answer)
+    parsed, result = await ask_structured(provider, [UserMessage(content="North?")], Answer)
     assert parsed.ok and formats(openai_server) == ["json_schema", "json_object", "none"]
+    # every request sent is counted, the refused ones too
+    assert result.usage.requests == len(openai_server.chat_requests()) == 3
     openai_server.reset()
     openai_server.script.add_responder(refuses("json_object", answer='{"kept": []}'))
     result = await ask_json(provider, "Answer in JSON.", "go", max_tokens=50)
     assert result.error is None and result.text == '{"kept": []}'
     assert formats(openai_server) == ["json_object", "none"]
+    assert result.usage.requests == len(openai_server.chat_requests()) == 2
 
 
 def test_a_500_that_names_no_format_is_a_server_fault() -> None:

@@ -131,7 +131,8 @@ async def ask_json(
     requests: memory extraction, judging).
 
     An endpoint that refuses the ``json_object`` format (``format_refused``) is
-    asked again without it: the instructions say what to write.
+    asked again without it: the instructions say what to write. The result's ``usage``
+    and ``rounds`` count every request sent, the refused one too.
     """
     result: QueryResult | None = None
     for fmt in fallback_formats(JSON_OBJECT):
@@ -142,8 +143,12 @@ async def ask_json(
             ),
             telemetry=telemetry,
         )
-        result = await query.run(
-            [SystemMessage(content=instructions)], UserMessage(content=content, origin="system")
+        result = _counted(
+            result,
+            await query.run(
+                [SystemMessage(content=instructions)],
+                UserMessage(content=content, origin="system"),
+            ),
         )
         if result.error is None or not format_refused(result.error):
             break
