@@ -625,6 +625,21 @@ async def test_an_agent_turn_with_parallel_tools_and_a_delegation(
     assert attrs(adjudications[0])["gen_ai.agent.id"] == agent.id
 
 
+async def test_a_fact_remembered_from_outside_a_session_is_traced_as_an_adjudication(
+    traces: Traces, tmp_path: Path
+) -> None:
+    """``Agent.remember`` (what the MCP server's ``remember`` calls) decides like a closing
+    Session does, so its decision is in a trace too."""
+    async with Agent(tmp_path / "agent", ScriptedProvider([]), telemetry=traces.telemetry) as agent:
+        decisions = await agent.remember("The user's cat is called Miso.", source="mcp")
+    (span,) = traces.named("xai.agent.adjudication")
+    assert span.parent is None
+    assert attrs(span)["xai.session.id"] == "mcp"
+    assert attrs(span)["xai.adjudication.candidates"] == 1
+    assert attrs(span)["xai.adjudication.decisions"] == len(decisions) == 1
+    assert attrs(span)["gen_ai.agent.id"] == agent.id
+
+
 async def test_the_users_own_span_is_the_parent_of_a_turn(traces: Traces) -> None:
     provider = ScriptedProvider([Reply(text="hi")])
     tracer = traces.tracer_provider.get_tracer("app")

@@ -438,7 +438,7 @@ class Agent:
             session_id=source,
             created_at=self.clock.now(),
         )
-        decisions = await self.memory.adjudicate([candidate], session_id=source)
+        decisions = await self._decide((candidate,), source)  # traced as any adjudication
         self._announce(None, decisions)
         return decisions
 
