@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.mcp_helpers import Transport, child_env, fixture_server
 from tests.session_helpers import history_problems
@@ -16,6 +19,7 @@ from xai.exceptions import MCPServerError, ToolDefinitionError
 from xai.messages import ToolCall, ToolMessage, ToolSpec, TurnStatus
 from xai.providers import OpenAIProvider
 from xai.session import Session, SessionConfig
+from xai.telemetry import Telemetry
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall, ScriptedProvider
 from xai.tools import MCPServer, ToolSet, tool
 
@@ -92,8 +96,12 @@ async def test_a_session_sees_the_servers_schema_and_calls_its_tools(
         ),
         Reply(text="Clear skies in Oslo."),
     )
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = Telemetry(tracer_provider=tracer_provider)
     async with fixture_server(transport) as server:
-        async with Session(provider, tools=ToolSet(mcp=[server])) as session:
+        async with Session(provider, tools=ToolSet(mcp=[server]), telemetry=telemetry) as session:
             assert state(server) == "open"  # the Session started it
             outcome = await session.send("weather in Oslo?")
             history = session.history
@@ -102,6 +110,11 @@ async def test_a_session_sees_the_servers_schema_and_calls_its_tools(
     first, second = openai_server.chat_requests()
     wire_tools = {t["function"]["name"]: t["function"] for t in first.body["tools"]}
     assert wire_tools["convert"]["parameters"]["properties"]["unit"]["enum"] == ["km", "mi"]
+    # an MCP tool's span carries its description, as a Python tool's does
+    (traced,) = [s for s in spans.get_finished_spans() if s.name == "execute_tool forecast"]
+    assert traced.attributes is not None
+    assert traced.attributes["gen_ai.tool.description"] == wire_tools["forecast"]["description"]
+    tracer_provider.shutdown()
     results = {m.tool_call_id: m for m in history if isinstance(m, ToolMessage)}
     assert results["f1"].content.startswith("{") and '"celsius": 21.5' in results["f1"].content
     assert "refused: rain" in results["r1"].content

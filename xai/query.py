@@ -488,8 +488,8 @@ class _Run:
             if telemetry is None:
                 result = await tools.call(call, default_timeout=timeout)
             else:
-                found = tools.get(call.name)
-                description = found.spec.description if found is not None else None
+                spec = tools.spec(call.name)
+                description = spec.description if spec is not None else None
                 with telemetry.tool(call, description) as span:
                     result = await tools.call(call, default_timeout=timeout)
                     span.finish(result)

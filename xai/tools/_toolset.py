@@ -169,7 +169,18 @@ class ToolSet:
         return len(self._tools)
 
     def get(self, name: str) -> Tool | None:
+        """The Python tool ``name`` (``spec`` covers the MCP servers' tools too)."""
         return self._tools.get(name)
+
+    def spec(self, name: str) -> ToolSpec | None:
+        """The spec of the tool ``name``: a Python tool's, or an open MCP server's."""
+        found = self._tools.get(name)
+        if found is not None:
+            return found.spec
+        source = self._source(name)
+        if source is None:
+            return None
+        return next((spec for spec in source.specs if spec.name == name), None)
 
     def _failure(
         self, call: ToolCall, arguments: dict[str, Any] | str, error: str, started: float
