@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.mcp_helpers import FIXTURE, child_env
+from xai._redact import redact
 from xai.core import ScenarioError, arun_agent, load_scenario
 from xai.providers import OpenAIProvider
 from xai.runner import InputError, load_input, run_input
@@ -81,3 +82,25 @@ async def test_a_runner_input_runs_with_an_mcp_servers_tools(
     (turn,) = trace["turns"]
     (tool_call,) = turn["tool_calls"]
     assert tool_call["name"] == "convert" and tool_call["result"] == "5.0 mi = 8.05 km"
+
+
+def test_credentials_in_a_servers_settings_never_show() -> None:
+    """Headers and environment values that are credentials (by name, or shaped like a key)
+    are masked in ``repr`` and registered with the redaction net, like ``LLMConfig``'s."""
+    http = MCPHttp(
+        name="remote",
+        url="http://127.0.0.1:9/mcp",
+        headers={"Authorization": "Bearer abcdefghijklmnop", "X-Route": "eu-west"},
+    )
+    stdio = MCPStdio(
+        name="files",
+        command="serve-files",
+        env={"GITHUB_TOKEN": "ghp_mcp_secret_value", "MODE": "read-only", "X": "sk-abcdefghijkl"},
+    )
+    for config, secrets, kept in (
+        (http, ["abcdefghijklmnop"], ["eu-west"]),
+        (stdio, ["ghp_mcp_secret_value", "sk-abcdefghijkl"], ["read-only"]),
+    ):
+        shown = f"{config!r} {config}"
+        assert all(s not in shown for s in secrets) and all(k in shown for k in kept)
+        assert all(redact(f"failed with {s}") == "failed with ***" for s in secrets)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact", "register_secret"]
+__all__ = ["masked_settings", "redact", "register_secret", "register_settings"]
 
 _MASK = "***"
 _PATTERN = re.compile(
@@ -32,3 +32,30 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, _MASK)
     return _PATTERN.sub(_MASK, text)
+
+
+# Setting names (HTTP headers, environment variables) whose values are credentials whatever
+# they look like (``api-key`` for Azure gateways, ``x-api-key``, ``GITHUB_TOKEN``, cookies,
+# signed tokens); other values count when they are shaped like a key or a bearer token.
+_SECRET_NAME_WORDS = ("auth", "key", "token", "secret", "cookie", "password", "signature")
+
+
+def _secret_setting(name: str, value: str) -> bool:
+    """Whether the setting ``name`` = ``value`` (a header, an environment variable) holds
+    a credential."""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_NAME_WORDS) or redact(value) != value
+
+
+def register_settings(settings: dict[str, str]) -> None:
+    """Register the credentials among ``settings``: each value, and the token of a
+    ``<scheme> <token>`` one (``Bearer …``), which may appear alone."""
+    for name, value in settings.items():
+        if _secret_setting(name, value):
+            register_secret(value)
+            register_secret(value.split()[-1] if value.split() else None)
+
+
+def masked_settings(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` for a ``repr``: each credential's value shown as ``***``."""
+    return {name: _MASK if _secret_setting(name, v) else v for name, v in settings.items()}

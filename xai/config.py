@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from xai._redact import redact, register_secret
+from xai._redact import masked_settings, register_secret, register_settings
 from xai.exceptions import ConfigurationError
 
 __all__ = ["EmbeddingConfig", "LLMConfig", "default_home", "is_plain_name"]
@@ -61,17 +61,6 @@ def _is_local(base_url: str | None) -> bool:
 def _env(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None
-
-
-# Header names whose values are credentials whatever they look like (``api-key`` for Azure
-# gateways, ``x-api-key``, cookies, signed tokens); other values are masked when they are
-# shaped like a key or a bearer token (``xai._redact``).
-_SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "password", "signature")
-
-
-def _is_secret_header(name: str, value: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in _SECRET_HEADER_WORDS) or redact(value) != value
 
 
 def _checked_headers(headers: object, variable: str) -> dict[str, str]:
@@ -158,15 +147,7 @@ class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
         headers = _checked_headers(self.extra_headers, "extra_headers")
         # A copy: the caller's dict changing later must not change a frozen config.
         msgspec.structs.force_setattr(self, "extra_headers", headers)
-        for name, value in headers.items():
-            if _is_secret_header(name, value):
-                register_secret(value)
-
-    def _shown_headers(self) -> dict[str, str]:
-        return {
-            name: "***" if _is_secret_header(name, value) else value
-            for name, value in self.extra_headers.items()
-        }
+        register_settings(headers)
 
     def __repr__(self) -> str:
         shown: list[str] = []
@@ -175,7 +156,7 @@ class _EndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
                 shown.append(f"api_key={'None' if self.api_key is None else repr('***')}")
             elif name == "extra_headers":
                 if self.extra_headers:
-                    shown.append(f"extra_headers={self._shown_headers()!r}")
+                    shown.append(f"extra_headers={masked_settings(self.extra_headers)!r}")
             else:
                 shown.append(f"{name}={getattr(self, name)!r}")
         return f"{type(self).__name__}({', '.join(shown)})"

@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 import msgspec
 
+from xai._redact import masked_settings, register_settings
 from xai.exceptions import ConfigurationError, MCPServerError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolSpec
@@ -70,6 +71,12 @@ class MCPStdio(msgspec.Struct, frozen=True, kw_only=True, tag="stdio", tag_field
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     """How long starting, the handshake and listing the tools may take."""
 
+    def __post_init__(self) -> None:
+        register_settings(self.env)
+
+    def __repr__(self) -> str:
+        return _repr_masking(self, "env")
+
 
 class MCPHttp(msgspec.Struct, frozen=True, kw_only=True, tag="http", tag_field="transport"):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``)."""
@@ -81,6 +88,22 @@ class MCPHttp(msgspec.Struct, frozen=True, kw_only=True, tag="http", tag_field="
     prefix: str = ""
     timeout: float | None = None
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+
+    def __post_init__(self) -> None:
+        register_settings(self.headers)
+
+    def __repr__(self) -> str:
+        return _repr_masking(self, "headers")
+
+
+def _repr_masking(config: msgspec.Struct, field: str) -> str:
+    """``config``'s repr with the credentials in its settings ``field`` shown as ``***``."""
+    shown = [
+        f"{name}={masked_settings(value) if name == field else value!r}"
+        for name in config.__struct_fields__
+        for value in (getattr(config, name),)
+    ]
+    return f"{type(config).__name__}({', '.join(shown)})"
 
 
 MCPServerConfig: TypeAlias = MCPStdio | MCPHttp
