@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -202,6 +203,32 @@ async def test_a_server_that_cannot_start_is_named_in_a_clear_error(tmp_path: Pa
         async with ToolSet(mcp=[mute]).open():
             pass
     assert state(mute) == "closed"
+
+
+@pytest.mark.backend_agnostic
+async def test_a_server_that_fails_before_connecting_closes_its_http_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever fails after the HTTP client is made (here the SDK client's construction),
+    the client is closed: its connection pool is not left to the garbage collector."""
+    server = MCPServer.http("http://127.0.0.1:9/mcp", name="early")
+    made: list[Any] = []
+    make = server._http_client
+
+    def recorded() -> Any:
+        made.append(make())
+        return made[-1]
+
+    def broken(http: Any) -> Any:
+        raise ValueError("no client today")
+
+    monkeypatch.setattr(server, "_http_client", recorded)
+    monkeypatch.setattr(server, "_client_for", broken)
+    with pytest.raises(MCPServerError, match=r"'early' failed to start.*no client today"):
+        async with ToolSet(mcp=[server]).open():
+            pass
+    (http,) = made
+    assert http.is_closed
 
 
 @pytest.mark.backend_agnostic

@@ -315,8 +315,21 @@ class MCPServer:
         group.cancel_scope.shield = True
         await group.__aexit__(None, None, None)
 
-    def _client_for(self) -> tuple[Client, Any]:
-        """The SDK client, and an HTTP client to close after it (or ``None``)."""
+    def _http_client(self) -> Any:
+        """The HTTP client of a streamable HTTP server (``None`` for stdio): the caller
+        closes it, whatever happens after it is made."""
+        config = self.config
+        if isinstance(config, MCPStdio):
+            return None
+        import httpx2
+
+        return httpx2.AsyncClient(
+            headers=config.headers,
+            timeout=httpx2.Timeout(config.startup_timeout, read=_CALL_CEILING),
+        )
+
+    def _client_for(self, http: Any) -> Client:
+        """The SDK client (over ``http`` for a streamable HTTP server)."""
         try:
             from mcp import Client, StdioServerParameters
             from mcp.client.streamable_http import streamable_http_client
@@ -330,21 +343,17 @@ class MCPServer:
             params = StdioServerParameters(
                 command=config.command, args=config.args, env=config.env or None, cwd=config.cwd
             )
-            return Client(params, read_timeout_seconds=timeout, client_info=info), None
-        import httpx2
-
-        http = httpx2.AsyncClient(
-            headers=config.headers, timeout=httpx2.Timeout(timeout, read=_CALL_CEILING)
-        )
+            return Client(params, read_timeout_seconds=timeout, client_info=info)
         transport = streamable_http_client(config.url, http_client=http)
-        return Client(transport, read_timeout_seconds=timeout, client_info=info), http
+        return Client(transport, read_timeout_seconds=timeout, client_info=info)
 
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         assert self._stop is not None
         started = False
         try:
-            client, http = self._client_for()
+            http = self._http_client()
             try:
+                client = self._client_for(http)  # if this fails, `http` is closed all the same
                 async with client:
                     await self._list(client)
                     self._client = client
