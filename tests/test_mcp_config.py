@@ -86,20 +86,22 @@ async def test_a_runner_input_runs_with_an_mcp_servers_tools(
 
 def test_credentials_in_a_servers_settings_never_show() -> None:
     """Headers and environment values that are credentials (by name, or shaped like a key)
-    are masked in ``repr`` and registered with the redaction net, like ``LLMConfig``'s."""
+    are masked in ``repr`` and registered with the redaction net, like ``LLMConfig``'s.
+    (The net is process-wide: these values are this test's own, so no other test's text
+    contains them.)"""
     http = MCPHttp(
         name="remote",
         url="http://127.0.0.1:9/mcp",
-        headers={"Authorization": "Bearer abcdefghijklmnop", "X-Route": "eu-west"},
+        headers={"Authorization": "Bearer mcp-http-token-7f3a9c", "X-Route": "eu-west"},
     )
     stdio = MCPStdio(
         name="files",
         command="serve-files",
-        env={"GITHUB_TOKEN": "ghp_mcp_secret_value", "MODE": "read-only", "X": "sk-abcdefghijkl"},
+        env={"GITHUB_TOKEN": "ghp_mcpstdio_7f3a9c", "MODE": "read-only", "X": "sk-mcpstdio7f3a9c"},
     )
     for config, secrets, kept in (
-        (http, ["abcdefghijklmnop"], ["eu-west"]),
-        (stdio, ["ghp_mcp_secret_value", "sk-abcdefghijkl"], ["read-only"]),
+        (http, ["mcp-http-token-7f3a9c"], ["eu-west"]),
+        (stdio, ["ghp_mcpstdio_7f3a9c", "sk-mcpstdio7f3a9c"], ["read-only"]),
     ):
         shown = f"{config!r} {config}"
         assert all(s not in shown for s in secrets) and all(k in shown for k in kept)

@@ -49,11 +49,14 @@ def _secret_setting(name: str, value: str) -> bool:
 
 def register_settings(settings: dict[str, str]) -> None:
     """Register the credentials among ``settings``: each value, and the token of a
-    ``<scheme> <token>`` one (``Bearer …``), which may appear alone."""
+    ``<scheme> <token>`` one (``Bearer …``, a token of 8 characters or more), which may
+    appear alone."""
     for name, value in settings.items():
         if _secret_setting(name, value):
             register_secret(value)
-            register_secret(value.split()[-1] if value.split() else None)
+            words = value.split()
+            if len(words) == 2 and len(words[1]) >= 8:
+                register_secret(words[1])
 
 
 def masked_settings(settings: dict[str, str]) -> dict[str, str]:
