@@ -243,9 +243,9 @@ class Columns:
         texts: Callable[[], list[str]],
         at: Callable[[], list[float | None]],
         item: Callable[[int], PoolItem],
+        people: Callable[[], np.ndarray],
         lengths: Callable[[], np.ndarray] | None = None,
         asks: Callable[[], np.ndarray] | None = None,
-        people: Callable[[], np.ndarray] | None = None,
     ) -> None:
         self.ids, self.dense, self.lexical, self.episode = ids, dense, lexical, episode
         self.session_ids, self.seq, self.speakers = session_ids, seq, speakers
@@ -294,10 +294,8 @@ class Columns:
         return np.array([ends_in_question(t) for t in self.texts()], dtype=bool)
 
     def people(self) -> np.ndarray:
-        """Whether each item is a person's input (origin ``user``); all, when not told."""
-        if self._people is not None:
-            return self._people()
-        return np.ones(len(self.ids), dtype=bool)
+        """Whether each item is a person's input (origin ``user``)."""
+        return self._people()
 
 
 def _z(values: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:

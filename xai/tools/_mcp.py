@@ -98,11 +98,10 @@ class MCPHttp(msgspec.Struct, frozen=True, kw_only=True, tag="http", tag_field="
 
 def _repr_masking(config: msgspec.Struct, field: str) -> str:
     """``config``'s repr with the credentials in its settings ``field`` shown as ``***``."""
-    shown = [
-        f"{name}={masked_settings(value) if name == field else value!r}"
-        for name in config.__struct_fields__
-        for value in (getattr(config, name),)
-    ]
+    shown: list[str] = []
+    for name in config.__struct_fields__:
+        value = getattr(config, name)
+        shown.append(f"{name}={masked_settings(value) if name == field else value!r}")
     return f"{type(config).__name__}({', '.join(shown)})"
 
 
