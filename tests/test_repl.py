@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,10 @@ import pytest
 
 from tests.test_demo import ROOT, clean_env
 from xai.memory._ledger import Ledger
+from xai.session import EXTRACTION_MARKER
 from xai.testing import OpenAIWireServer, Reply, demo_model
 
+PENDING = "(a memory decision on this conversation is pending"
 _ESCAPES = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 
 
@@ -73,9 +76,18 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
             child.expect(shown("Your name is Ada."))
             child.expect("you>")
 
-            child.sendline("/memory")
-            child.expect(shown("The user's name is Ada."))
-            child.expect("you>")
+            # Adjudication runs in the background (on a fresh machine the first search also
+            # builds the query model): /memory says when a decision is pending, and then the
+            # test waits for the decision's notice before asking again.
+            for _ in range(10):
+                child.sendline("/memory")
+                pending = child.expect([shown("The user's name is Ada."), shown(PENDING)])
+                child.expect("you>")
+                if not pending:
+                    break
+                child.expect(shown("[memory: "), timeout=120)
+            else:
+                pytest.fail("/memory never showed the decided fact")
             child.sendcontrol("d")  # leave: the conversation is adjudicated first
             child.expect(shown('[remembered from this conversation: "The user\'s name is Ada."]'))
             child.expect(shown("bye."))
@@ -87,3 +99,59 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
     assert "what is my name?" in asked
     facts = Ledger.replay(tmp_path / "memory" / "ledger.jsonl").facts.values()
     assert [f.text for f in facts] == ["The user's name is Ada."]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_memory_says_when_a_decision_is_pending(tmp_path: Path) -> None:
+    """/memory typed before the conversation's candidates are decided says so, rather than
+    "nothing remembered yet"; once decided, the fact is there."""
+    release = threading.Event()
+
+    def held_extraction(body: Mapping[str, Any]) -> Reply | None:
+        if _text(body["messages"][-1]).startswith(EXTRACTION_MARKER):
+            release.wait(timeout=60)  # the server answers once the test has looked
+        return None
+
+    with OpenAIWireServer() as server:
+        server.script.add_responder(held_extraction)
+        server.script.add_responder(demo_model)
+        env = clean_env(
+            LLM_BASE_URL=server.base_url,
+            LLM_MODEL="scripted",
+            TERM="xterm-256color",
+            PROMPT_TOOLKIT_NO_CPR="1",
+        )
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "xai", "chat", "--agent-dir", str(tmp_path), "--log-level", "error"],
+            env=env,
+            cwd=str(ROOT),
+            encoding="utf-8",
+            timeout=60,
+            dimensions=(40, 200),
+        )
+        try:
+            child.expect("you>")
+            child.sendline("Hi, I'm Ada")
+            child.expect(shown("Nice to meet you, Ada!"))
+            child.expect("you>")
+            child.sendline("/memory")
+            said = child.expect([shown(PENDING), shown("(nothing remembered yet)")])
+            release.set()
+            assert said == 0, "/memory claimed nothing is remembered while a decision was pending"
+            child.expect("you>")
+            child.expect(shown("[memory: add"))
+            child.sendline("/memory")
+            child.expect(shown("The user's name is Ada."))
+            child.expect("you>")
+            child.sendline("/quit")
+            child.expect(pexpect.EOF)
+        finally:
+            release.set()
+            child.close()
+        assert child.exitstatus == 0
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""

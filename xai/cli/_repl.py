@@ -113,10 +113,16 @@ class Repl:
             hits.extend(await self.agent.memory.search(query, 10))
         else:
             hits.extend(self.agent.memory.facts())
-        if not hits:
-            self.render.line("(nothing remembered yet)")
         for hit in hits:
             self.render.line(_memory_line(hit))
+        if self.session is not None and self.session.undecided:
+            # Extraction and adjudication run after the answer, in the background: what
+            # this conversation said may not be decided yet.
+            self.render.line(
+                "(a memory decision on this conversation is pending: /memory again soon)"
+            )
+        elif not hits:
+            self.render.line("(nothing remembered yet)")
 
     def _wake(self, args: list[str]) -> None:
         scheduler = self.agent.scheduler

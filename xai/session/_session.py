@@ -313,6 +313,12 @@ class Session:
         journal) while candidates the owner has not acknowledged remain."""
         return self._recorder.unclosed is not None
 
+    @property
+    def undecided(self) -> int:
+        """Memory candidates proposed and not yet acknowledged by the owner (its decision on
+        them is pending), plus one while the extraction after a turn may still propose some."""
+        return len(self._unacknowledged()) + int(self._current is not None)
+
     def _unacknowledged(self) -> tuple[MemoryCandidate, ...]:
         return tuple(c for c in self._candidates if c.id not in self._reported)
 
