@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, assert_never, runtime_checkable
+from typing import Any, Protocol, assert_never, runtime_checkable
 
 import anyio
 import msgspec
@@ -39,8 +39,12 @@ from xai.eval._retrieval import BEST, Config, ConversationIndex
 from xai.memory import Embedder, ScoredEpisode, ScoredFact, query_embedding, session_date
 from xai.providers import Provider
 
-if TYPE_CHECKING:
-    from xai.eval._scripted import EvalModel
+
+class RecordedReplies(Protocol):
+    """An offline model told the assistant's recorded turns (``xai.eval``'s ``EvalModel``)."""
+
+    def expect(self, said: str, reply: str) -> None: ...
+
 
 __all__ = [
     "BACKENDS",
@@ -346,7 +350,7 @@ class XaiAgentMemory:
         use_judge: bool = False,
         depth: int = 50,
         context_k: int = 10,
-        replies: EvalModel | None = None,
+        replies: RecordedReplies | None = None,
     ) -> None:
         self.directory = Path(directory).expanduser()
         self.provider = provider

@@ -135,12 +135,12 @@ class Telemetry:
     """
 
     __slots__ = (
-        "_agent",
         "_clients",
-        "_duration",
-        "_token_usage",
         "_tracer",
+        "agent_attributes",
         "capture_content",
+        "duration",
+        "token_usage",
     )
 
     def __init__(
@@ -152,20 +152,21 @@ class Telemetry:
     ) -> None:
         self._tracer = trace.get_tracer(_SCOPE, _version(), tracer_provider)
         meter = metrics.get_meter(_SCOPE, _version(), meter_provider)
-        self._token_usage = meter.create_histogram(
+        self.token_usage = meter.create_histogram(
             "gen_ai.client.token.usage",
             unit="{token}",
             description="Number of input and output tokens used.",
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
-        self._duration = meter.create_histogram(
+        self.duration = meter.create_histogram(
             "gen_ai.client.operation.duration",
             unit="s",
             description="GenAI operation duration.",
             explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         )
         self.capture_content = _capture_from_env() if capture_content is None else capture_content
-        self._agent: dict[str, Any] = {}
+        self.agent_attributes: dict[str, Any] = {}
+        """``gen_ai.agent.id``/``name`` of the Agent this copy is bound to (``for_agent``)."""
         # What the requests to each provider share (worked out on its first request).
         self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
 
@@ -173,7 +174,7 @@ class Telemetry:
         """The same providers, for the Sessions of one Agent: their turns are
         ``invoke_agent {name}`` spans (``gen_ai.agent.id``/``name``)."""
         bound = copy.copy(self)
-        bound._agent = {"gen_ai.agent.id": agent_id, "gen_ai.agent.name": name}
+        bound.agent_attributes = {"gen_ai.agent.id": agent_id, "gen_ai.agent.name": name}
         return bound
 
     # -- context ----------------------------------------------------------------------
@@ -203,7 +204,7 @@ class Telemetry:
     def _root(self, name: str, attributes: dict[str, Any]) -> tuple[Span, Context]:
         """A span that starts a trace of its own (the Agent's background work, not caused
         by whatever is current), naming the Agent; and the empty context it hangs from."""
-        return self._start(name, {**attributes, **self._agent}, Context())
+        return self._start(name, {**attributes, **self.agent_attributes}, Context())
 
     # -- Query: model requests and tool calls ----------------------------------------
 
@@ -269,14 +270,14 @@ class Telemetry:
         """A Session's turn, under ``context`` (captured where the input was sent); inside
         an ``invoke_agent`` span when the Session is an Agent's."""
         outer: Span | None = None
-        if self._agent:
+        if self.agent_attributes:
             attributes = dict(self._client(client).provider)
             attributes[OPERATION] = "invoke_agent"
             attributes[REQUEST_MODEL] = client.model
             attributes[CONVERSATION] = session_id
-            attributes.update(self._agent)
+            attributes.update(self.agent_attributes)
             outer, parent = self._start(
-                f"invoke_agent {self._agent['gen_ai.agent.name']}", attributes, context
+                f"invoke_agent {self.agent_attributes['gen_ai.agent.name']}", attributes, context
             )
             context = trace.set_span_in_context(outer, parent)
         own: dict[str, Any] = {
@@ -461,7 +462,7 @@ class ChatSpan(Operation):
         """The answer came: what the model said it did and what it cost."""
         self._metric = metric = self._client.metric_attributes(self._model, response_model, None)
         if usage is not None and not usage.estimated:  # a histogram of counts, not guesses
-            record, current = self._telemetry._token_usage.record, self._current
+            record, current = self._telemetry.token_usage.record, self._current
             record(usage.prompt_tokens, metric.input, current)
             record(usage.completion_tokens, metric.output, current)
         span = self.span
@@ -491,7 +492,7 @@ class ChatSpan(Operation):
             response_model = metric.response_model if metric is not None else None
             metric = self._client.metric_attributes(self._model, response_model, self.error_type)
         duration = time.perf_counter() - self._started
-        self._telemetry._duration.record(duration, metric.duration, self._current)
+        self._telemetry.duration.record(duration, metric.duration, self._current)
 
 
 class ToolSpan(Operation):
