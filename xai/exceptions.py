@@ -8,13 +8,24 @@ retry may help.
     XaiError
     ├── UsageError                  you used the library wrong
     │   ├── ConfigurationError      missing or invalid settings (names the variable or file)
-    │   │   └── AgentLockedError    another process runs that Agent directory (directory, pid)
+    │   │   ├── AgentLockedError    another process runs that Agent directory (directory, pid)
+    │   │   └── ScenarioError       a run_agent scenario that cannot run (source)
+    │   ├── InputError              a runner input file that cannot run (path)
     │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
-    │   └── SessionClosedError      input sent to a Session that is closing or closed
+    │   ├── NotRunningError         asked of an Agent, host or Session that is not running
+    │   │   ├── AgentNotRunningError  the Agent is not started, or closing or closed (agent_id)
+    │   │   └── SessionClosedError  input sent to a Session that is closing or closed
+    │   ├── NotOpenError            a store or file used before open() or after close() (what)
+    │   ├── NotFoundError           nothing by that id (what, id)
+    │   │   ├── SessionNotFoundError  no Session by that id was ever opened there
+    │   │   ├── FactNotFoundError   no fact by that id in the Agent's memory
+    │   │   └── WakeupNotFoundError no wake-up by that id
+    │   └── EventsExpiredError      events no longer kept for a reader (first, last)
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
         ├── MCPServerError          an MCP server (a tool source) failed to start (server)
+        ├── AdjudicationStopped     the Agent stopped deciding memory candidates (they wait)
         ├── JournalError            a journal or the memory ledger cannot be read (path, line)
         │   └── LedgerGapError      the memory ledger misses decisions (path, line, missing)
         ├── MemoryUnavailableError  the memory's index store (a Chroma server) is unreachable  retryable
@@ -36,23 +47,31 @@ Messages never contain secrets: provider errors pass their text through
 from __future__ import annotations
 
 __all__ = [
+    "AdjudicationStopped",
     "AgentBusyError",
     "AgentLockedError",
+    "AgentNotRunningError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
     "ContextTooLongError",
     "EventsExpiredError",
+    "FactNotFoundError",
+    "InputError",
     "JournalError",
     "LedgerGapError",
     "MCPServerError",
     "MalformedStreamError",
     "MemoryUnavailableError",
+    "NotFoundError",
+    "NotOpenError",
+    "NotRunningError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
     "RateLimitError",
     "RunError",
+    "ScenarioError",
     "ServerError",
     "SessionClosedError",
     "SessionNotFoundError",
@@ -60,6 +79,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "UsageError",
+    "WakeupNotFoundError",
     "XaiError",
 ]
 
@@ -108,17 +128,77 @@ class AgentBusyError(UsageError):
         self.session_ids = session_ids
 
 
+class ScenarioError(ConfigurationError):
+    """A ``run_agent`` scenario file or value is invalid; the message names the field."""
+
+
+class InputError(UsageError):
+    """A runner input file is invalid. ``problems`` lists every ``field: why``."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        super().__init__(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+        self.path = path
+        self.problems = problems
+
+
 class ToolDefinitionError(UsageError):
     """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
 
 
-class SessionClosedError(UsageError):
+class NotRunningError(UsageError):
+    """Work was asked of an Agent, a host or a Session that is not running: not started
+    yet, or closing or closed. Start it (``async with``) or use one that runs."""
+
+
+class AgentNotRunningError(NotRunningError):
+    """The Agent ``agent_id`` is not running: not started yet, or closing or closed."""
+
+    def __init__(self, agent_id: str, message: str | None = None) -> None:
+        super().__init__(message or f"agent {agent_id} is not running (or is closing)")
+        self.agent_id = agent_id
+
+
+class SessionClosedError(NotRunningError):
     """Input was sent to a Session that is closing or already closed."""
 
 
-class SessionNotFoundError(SessionClosedError):
-    """No Session by that id was ever opened on that Agent (a ``SessionClosedError`` too:
-    code that catches that one for an id it cannot use goes on working)."""
+class NotOpenError(UsageError):
+    """``what`` (a memory store, a ledger, a journal) was used before ``open()`` or after
+    ``close()``: open it first, or use it as ``async with``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is not open: call open() or use `async with`")
+        self.what = what
+
+
+class NotFoundError(UsageError):
+    """Nothing by the id ``id`` is there; ``what`` names the kind (``"fact"``, ...)."""
+
+    def __init__(self, what: str, id: str, message: str | None = None) -> None:
+        super().__init__(message or f"no {what} {id!r}")
+        self.what = what
+        self.id = id
+
+
+class SessionNotFoundError(NotFoundError):
+    """No Session by that id was ever opened on that Agent (or host)."""
+
+    def __init__(self, message: str, *, session_id: str = "") -> None:
+        super().__init__("session", session_id, message)
+
+
+class FactNotFoundError(NotFoundError):
+    """No fact by that id in the Agent's memory (``forget``, a fact's detail)."""
+
+    def __init__(self, fact_id: str) -> None:
+        super().__init__("fact", fact_id)
+
+
+class WakeupNotFoundError(NotFoundError):
+    """No wake-up by that id in the Agent's scheduler."""
+
+    def __init__(self, wakeup_id: str) -> None:
+        super().__init__("wake-up", wakeup_id)
 
 
 class EventsExpiredError(UsageError):
@@ -160,6 +240,12 @@ class MCPServerError(RunError):
     def __init__(self, message: str, *, server: str) -> None:
         super().__init__(message)
         self.server = server
+
+
+class AdjudicationStopped(RunError):
+    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
+    or was cancelled), or failed, before it decided a closing Session's candidates. The
+    Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
 class JournalError(RunError):

@@ -10,7 +10,7 @@ import msgspec
 
 from xai._reading import MiB, decode_json, decode_yaml, read_capped
 from xai.core._outputs import OutputType
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, ScenarioError
 from xai.tools import MCPServerConfig
 
 __all__ = [
@@ -24,10 +24,6 @@ __all__ = [
 
 MAX_SCENARIO_BYTES = 1 * MiB
 """The largest scenario file ``load_scenario`` reads."""
-
-
-class ScenarioError(ConfigurationError):
-    """A scenario file or value is invalid; the message names the field."""
 
 
 class RagSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

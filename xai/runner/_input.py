@@ -14,7 +14,7 @@ import msgspec
 
 from xai._reading import MiB, decode_json, read_capped, read_text_capped
 from xai.config import is_plain_name
-from xai.exceptions import ConfigurationError, UsageError
+from xai.exceptions import ConfigurationError, InputError
 from xai.tools import MCPServerConfig
 
 __all__ = [
@@ -33,15 +33,6 @@ MAX_PROMPT_BYTES = 1 * MiB
 """The largest ``system_prompt_path`` or ``prompt_templates`` file the runner reads."""
 
 TEMPLATE_NAMES = ("general_tool_agent", "file_expert", "calculation_expert", "conversion_expert")
-
-
-class InputError(UsageError):
-    """The input file is invalid. ``problems`` lists every ``field: why``."""
-
-    def __init__(self, path: str, problems: list[str]) -> None:
-        super().__init__(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
-        self.path = path
-        self.problems = problems
 
 
 class RunInput(msgspec.Struct, frozen=True, kw_only=True):
