@@ -5,6 +5,7 @@ client's ``client.responses.create(stream=True)``, and ``OpenAIProvider`` in Res
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -48,7 +49,7 @@ async def test_the_real_client_reads_the_streamed_events(openai_server: OpenAIWi
             ],
             stream=True,
         )
-        events = [event async for event in stream]
+        events: list[Any] = [event async for event in stream]  # the SDK's typed events
     types = [event.type for event in events]
     assert types[:2] == ["response.created", "response.in_progress"]
     assert types[-1] == "response.completed"
@@ -64,7 +65,7 @@ async def test_the_real_client_reads_the_streamed_events(openai_server: OpenAIWi
         {"city": "Paris"},
     )
     assert types.count("response.output_text.delta") == 3  # streamed in pieces
-    final = events[-1].response  # type: ignore[union-attr]
+    final = events[-1].response
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
     call = final.output[2]
     assert (call.call_id, call.name, call.arguments) == ("c1", "get_weather", '{"city":"Paris"}')
