@@ -66,6 +66,19 @@ async def test_ask_runs_plain_function_tools(openai_server: OpenAIWireServer) ->
         "It is sunny in Porto.",
         ["Porto"],
     )
+    # Two rounds of one Query, and nothing else: no Agent, so no memory extraction either.
+    assert len(openai_server.chat_requests()) == 2
     sent = openai_server.chat_requests()[0].body
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
     assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather"]
+
+
+def test_each_sync_call_builds_its_own_provider_from_a_config(
+    openai_server: OpenAIWireServer,
+) -> None:
+    # A provider's connections belong to the event loop that opened them, and each
+    # ask_sync runs a loop of its own: a shared provider failed the second call with
+    # "Event loop is closed". A config (or a model string) is what ask_sync takes.
+    openai_server.script.default = Reply(text="ok")
+    config = openai_server.llm_config()
+    assert [ask_sync("hi", model=config).text for _ in range(3)] == ["ok", "ok", "ok"]

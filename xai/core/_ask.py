@@ -11,10 +11,12 @@ prompt and one answer:
   Session, so what it learned is adjudicated into long-term memory before the call returns.
   The next call (or ``xai chat``) starts from it.
 
-The model comes from ``provider``, else from ``model`` (a model string such as
-``"openai:gpt-4.1-mini"`` or ``"ollama:qwen3"``, see ``LLMConfig.from_model``), else from the
+The model comes from ``model``: a model string such as ``"openai:gpt-4.1-mini"`` or
+``"ollama:qwen3"`` (``LLMConfig.from_model``), or a whole ``LLMConfig``; else from the
 environment (``LLM_MODEL``, ``LLM_BASE_URL``, ``LLM_API_KEY``; ``LLM_MODEL`` may be a model
-string too).
+string too). ``ask`` also takes a ready ``provider``, which stays yours to close. ``ask_sync``
+does not: each call runs in an event loop of its own, and a provider's HTTP connections
+belong to the loop they were opened in, so it builds (and closes) its own every call.
 
 A failed turn does not raise: the ``TurnOutcome`` says ``status`` and ``error``, as
 ``Session.send`` does. What raises is a wrong call: a ``ConfigurationError`` when no model is
@@ -57,7 +59,7 @@ async def ask(
     prompt: str,
     *,
     agent: str | os.PathLike[str] | None = None,
-    model: str | None = None,
+    model: str | LLMConfig | None = None,
     provider: Provider | None = None,
     instructions: str | None = None,
     tools: Tools = (),
@@ -70,7 +72,10 @@ async def ask(
 
     async with AsyncExitStack() as stack:
         if provider is None:
-            config = LLMConfig.from_model(model) if model is not None else LLMConfig.from_env()
+            if isinstance(model, LLMConfig):
+                config = model
+            else:
+                config = LLMConfig.from_model(model) if model is not None else LLMConfig.from_env()
             provider = await stack.enter_async_context(OpenAIProvider(config))
         if agent is None:
             session = await stack.enter_async_context(
@@ -96,8 +101,7 @@ def ask_sync(
     prompt: str,
     *,
     agent: str | os.PathLike[str] | None = None,
-    model: str | None = None,
-    provider: Provider | None = None,
+    model: str | LLMConfig | None = None,
     instructions: str | None = None,
     tools: Tools = (),
 ) -> TurnOutcome:
@@ -113,7 +117,6 @@ def ask_sync(
             prompt,
             agent=agent,
             model=model,
-            provider=provider,
             instructions=instructions,
             tools=tools,
         )
