@@ -5,6 +5,7 @@ client's ``client.responses.create(stream=True)``, and ``OpenAIProvider`` in Res
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from typing import Any
 
 import openai
@@ -175,3 +176,36 @@ async def test_a_session_with_the_demo_model_over_the_responses_api(
         weather = await session.send("What's the weather in Paris and Tokyo?")
     assert hello.status == TurnStatus.COMPLETED and hello.text == "Nice to meet you, Ada!"
     assert weather.text.startswith("Here is what I found:")
+
+
+async def _decoded(*events: dict[str, Any] | bytes) -> list[Any]:
+    from xai.providers._responses import decode_responses
+
+    async def body() -> Any:
+        for event in events:
+            yield (
+                event
+                if isinstance(event, bytes)
+                else b"data: " + json.dumps(event).encode() + b"\n\n"
+            )
+
+    async with aclosing(body()) as raw, aclosing(decode_responses(raw)) as decoded:
+        return [event async for event in decoded]
+
+
+async def test_failures_in_the_stream_are_typed_errors() -> None:
+    from xai.exceptions import ContextTooLongError, MalformedStreamError, ServerError, StreamError
+
+    text = {"type": "response.output_text.delta", "delta": "Hel", "output_index": 0}
+    with pytest.raises(StreamError, match=r"before response\.completed"):
+        await _decoded(text)  # cut before the end
+    with pytest.raises(MalformedStreamError):
+        await _decoded(text, b"data: {not json\n\n")
+    failed = {
+        "type": "response.failed",
+        "response": {"error": {"code": "context_length_exceeded", "message": "too long"}},
+    }
+    with pytest.raises(ContextTooLongError, match="too long"):
+        await _decoded(failed)
+    with pytest.raises(ServerError, match="overloaded"):
+        await _decoded({"type": "error", "code": "server_error", "message": "overloaded"})

@@ -13,6 +13,7 @@ own journal, so nothing depends on the service remembering a previous response.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any, assert_never
 
 import msgspec
@@ -249,58 +250,60 @@ async def decode_responses(body: AsyncIterator[bytes]) -> AsyncGenerator[Provide
     slots: dict[int, int] = {}  # output_index -> our tool-call index
     calls: dict[int, ToolCall] = {}  # our index -> the finished call
     finished: list[ProviderEvent] = []
-    async for payload in _payloads(body):
-        if payload == b"[DONE]":  # not sent by OpenAI; some gateways add it anyway
-            continue
-        try:
-            event = _decode_event(payload)
-        except msgspec.DecodeError as exc:
-            raise MalformedStreamError(
-                redact(f"malformed Responses event ({exc}): {payload[:200]!r}")
-            ) from None
-        kind = event.type
-        if kind == "response.output_text.delta":
-            if event.delta:
-                yield TextChunk(event.delta)
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            if event.delta:
-                yield ThinkingChunk(event.delta)
-        elif kind == "response.output_item.added":
-            item = event.item
-            if item is not None and item.type == "function_call":
+    # Closed explicitly when an event raises: left to the garbage collector, trio warns.
+    async with aclosing(_payloads(body)) as payloads:
+        async for payload in payloads:
+            if payload == b"[DONE]":  # not sent by OpenAI; some gateways add it anyway
+                continue
+            try:
+                event = _decode_event(payload)
+            except msgspec.DecodeError as exc:
+                raise MalformedStreamError(
+                    redact(f"malformed Responses event ({exc}): {payload[:200]!r}")
+                ) from None
+            kind = event.type
+            if kind == "response.output_text.delta":
+                if event.delta:
+                    yield TextChunk(event.delta)
+            elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+                if event.delta:
+                    yield ThinkingChunk(event.delta)
+            elif kind == "response.output_item.added":
+                item = event.item
+                if item is not None and item.type == "function_call":
+                    index = slots.setdefault(event.output_index, len(slots))
+                    yield ToolCallChunk(index=index, id=item.call_id, name=item.name, arguments="")
+            elif kind == "response.function_call_arguments.delta":
                 index = slots.setdefault(event.output_index, len(slots))
-                yield ToolCallChunk(index=index, id=item.call_id, name=item.name, arguments="")
-        elif kind == "response.function_call_arguments.delta":
-            index = slots.setdefault(event.output_index, len(slots))
-            yield ToolCallChunk(index=index, id=None, name=None, arguments=event.delta or "")
-        elif kind == "response.output_item.done":
-            item = event.item
-            if item is not None and item.type == "function_call":
-                index = slots.setdefault(event.output_index, len(slots))
-                calls[index] = ToolCall(
-                    item.call_id or f"call_{index}", item.name or "", item.arguments or "{}"
+                yield ToolCallChunk(index=index, id=None, name=None, arguments=event.delta or "")
+            elif kind == "response.output_item.done":
+                item = event.item
+                if item is not None and item.type == "function_call":
+                    index = slots.setdefault(event.output_index, len(slots))
+                    calls[index] = ToolCall(
+                        item.call_id or f"call_{index}", item.name or "", item.arguments or "{}"
+                    )
+            elif kind in ("response.completed", "response.incomplete"):
+                response = event.response or _Response()
+                finished = [ToolCallReady(calls[index]) for index in sorted(calls)]
+                usage = _usage(response.usage)
+                if usage is not None:
+                    finished.append(UsageReport(usage))
+                raw: str | None = None
+                reason: FinishReason = "tool_calls" if calls else "stop"
+                if kind == "response.incomplete":
+                    details = response.incomplete_details
+                    raw = details.reason if details is not None else None
+                    reason = _INCOMPLETE.get(raw or "", "length")
+                finished.append(
+                    StreamFinished(
+                        reason=reason, raw_reason=raw, model=response.model, response_id=response.id
+                    )
                 )
-        elif kind in ("response.completed", "response.incomplete"):
-            response = event.response or _Response()
-            finished = [ToolCallReady(calls[index]) for index in sorted(calls)]
-            usage = _usage(response.usage)
-            if usage is not None:
-                finished.append(UsageReport(usage))
-            raw: str | None = None
-            reason: FinishReason = "tool_calls" if calls else "stop"
-            if kind == "response.incomplete":
-                details = response.incomplete_details
-                raw = details.reason if details is not None else None
-                reason = _INCOMPLETE.get(raw or "", "length")
-            finished.append(
-                StreamFinished(
-                    reason=reason, raw_reason=raw, model=response.model, response_id=response.id
-                )
-            )
-        elif kind == "response.failed":
-            raise _failure(event.response.error if event.response else None, kind)
-        elif kind == "error":
-            raise _failure(_Error(message=event.message or "", code=event.code), kind)
+            elif kind == "response.failed":
+                raise _failure(event.response.error if event.response else None, kind)
+            elif kind == "error":
+                raise _failure(_Error(message=event.message or "", code=event.code), kind)
     if not finished:  # the stream ended without response.completed: the answer is not whole
         raise StreamError("the Responses API stream ended before response.completed")
     for last in finished:
