@@ -73,3 +73,23 @@ def test_mistakes_are_configuration_errors() -> None:
     with pytest.raises(ConfigurationError, match="LLM_API must be chat or responses"):
         LLMConfig.from_env({"LLM_MODEL": "m", "LLM_API": "completions"})
     assert LLMConfig.from_env({"LLM_MODEL": "m", "LLM_API": "responses"}).api == "responses"
+
+
+def test_an_embedding_model_string_names_its_own_endpoint() -> None:
+    from xai.config import EmbeddingConfig
+
+    env = {
+        "LLM_MODEL": "deepseek:deepseek-chat",
+        "LLM_API_KEY": "sk-llm",
+        "EMBEDDING_MODEL": "openai:text-embedding-3-small",
+        "OPENAI_API_KEY": "sk-openai",
+    }
+    config = EmbeddingConfig.from_env(env)
+    assert (config.model, config.base_url, config.api_key) == (
+        "text-embedding-3-small",
+        None,  # the OpenAI API, not DeepSeek's
+        "sk-openai",  # never the LLM's key
+    )
+    local = EmbeddingConfig.from_env({"EMBEDDING_MODEL": "ollama:nomic-embed-text"})
+    assert (local.base_url, local.api_key) == ("http://localhost:11434/v1", None)
+    assert local.is_configured

@@ -398,5 +398,18 @@ class EmbeddingConfig(_EndpointConfig, frozen=True, kw_only=True):
             headers = _env_headers(env, "LLM_EXTRA_HEADERS")
         if headers is not None:
             values["extra_headers"] = headers
+        own_model = _env(env, "EMBEDDING_MODEL")
+        route = resolve_model(own_model, env) if own_model is not None else None
+        if route is not None and route.service is not None:
+            # EMBEDDING_MODEL=openai:text-embedding-3-small names its own endpoint: the LLM's
+            # URL, key and headers are not its fallbacks then, the service's are.
+            values["model"] = route.model
+            values["base_url"] = own_url or route.base_url
+            values["api_key"] = _env(env, "EMBEDDING_API_KEY") or (
+                route.api_key if own_url in (None, route.base_url) else None
+            )
+            values.pop("extra_headers", None)
+            if (own_headers := _env_headers(env, "EMBEDDING_EXTRA_HEADERS")) is not None:
+                values["extra_headers"] = own_headers
         values.update(overrides)
         return cls(**values)
