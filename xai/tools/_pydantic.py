@@ -17,17 +17,14 @@ import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import msgspec
+
 __all__ = [
-    "ArgumentsInvalid",
     "PydanticArguments",
     "is_pydantic_model",
     "mentions_pydantic",
     "validation_text",
 ]
-
-
-class ArgumentsInvalid(ValueError):
-    """Pydantic refused a tool's arguments; the text is what the model is shown."""
 
 
 def _pydantic() -> Any:
@@ -121,12 +118,13 @@ class PydanticArguments:
         self.schema: dict[str, Any] = self._model.model_json_schema()
 
     def parse(self, arguments: str) -> dict[str, Any]:
-        """Validate the model's JSON; raises ``ArgumentsInvalid`` with what is wrong."""
+        """Validate the model's JSON; raises ``msgspec.ValidationError`` saying what is wrong,
+        the error the tool set already sends back to the model for msgspec-checked tools."""
         pydantic = _pydantic()
         try:
             value = self._model.model_validate_json(arguments or "{}")
         except pydantic.ValidationError as exc:
-            raise ArgumentsInvalid(validation_text(exc)) from None
+            raise msgspec.ValidationError(validation_text(exc)) from None
         if self._single is not None:
             return {self._single: value}
         return {name: getattr(value, name) for name in self._names}

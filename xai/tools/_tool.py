@@ -213,7 +213,7 @@ class Tool:
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Decode and validate the model's JSON; raises ``msgspec.DecodeError`` /
-        ``ValidationError``, or ``ArgumentsInvalid`` for a tool checked by Pydantic."""
+        ``ValidationError`` (for a tool checked by Pydantic too)."""
         if self._pydantic is not None:
             return self._pydantic.parse(arguments)
         decoded = self._decoder.decode(arguments or "{}")

@@ -17,7 +17,6 @@ from xai.exceptions import ToolDefinitionError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolResult, ToolSpec
 from xai.tools._mcp import MCPServer
-from xai.tools._pydantic import ArgumentsInvalid
 from xai.tools._pydantic import dump as pydantic_dump
 from xai.tools._tool import Tool, ToolContext
 
@@ -229,7 +228,7 @@ class ToolSet:
         assert t is not None
         try:
             kwargs = t.parse_arguments(call.arguments)
-        except (msgspec.ValidationError, msgspec.DecodeError, ArgumentsInvalid) as exc:
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return self._failure(call, arguments, f"invalid arguments: {exc}", started)
         if t.context_param is not None:
             kwargs[t.context_param] = ToolContext(self.context, call.id, t.name)
