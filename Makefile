@@ -5,29 +5,37 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo check check-real lint typecheck test browser bench bench-locomo clean
 
+# `make demo` installs the plain package (what `xai demo` and `xai chat` need: about 100
+# packages, see the README); `make check` adds the dev extra (Ray, Playwright, the test and lint
+# tools: about 40 more) on top of it.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "xai needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	@touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(DEV_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/xai demo
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # The browser tests save a screenshot of each view of the web page in $XAI_ARTIFACTS: here,
 # artifacts/web (ignored by git) unless it is set, for CI to keep.
-test: $(STAMP)
+test: $(DEV_STAMP)
 	XAI_ARTIFACTS="$${XAI_ARTIFACTS:-artifacts/web}" $(BIN)/pytest
 
 check: lint typecheck browser test
@@ -69,7 +77,7 @@ check-real: $(REAL_STAMP)
 # else that step is skipped with a message.
 LOCOMO ?= ../shared/data/locomo10.json
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/tracing.py
 	$(BIN)/python bench/import_time.py
@@ -78,7 +86,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cluster.py
 	@$(MAKE) --no-print-directory bench-locomo
 
-bench-locomo: $(STAMP)
+bench-locomo: $(DEV_STAMP)
 	@if [ -f "$(LOCOMO)" ]; then \
 		echo '$(BIN)/python bench/locomo_recall.py --data $(LOCOMO)'; \
 		$(BIN)/python bench/locomo_recall.py --data '$(LOCOMO)'; \

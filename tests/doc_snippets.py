@@ -1,7 +1,9 @@
 """The ```python blocks of README.md and docs/**/*.md, as the reader sees them.
 
 A block runs offline unless the line just before its fence is ``NEEDS_MODEL``
-(an HTML comment, invisible on the rendered page): those need ``LLM_*``.
+(an HTML comment, invisible on the rendered page): those need ``LLM_*``. A block marked
+``DEMO_MODEL`` needs ``LLM_*`` too, and ``tests/test_readme.py`` runs it with them pointed at
+``python -m xai.testing serve --demo`` (the README's first example).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDS_MODEL = "<!-- needs a model: LLM_* -->"
+DEMO_MODEL = "<!-- needs a model: LLM_* (CI: python -m xai.testing serve --demo) -->"
 _FENCE = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 
@@ -25,7 +28,7 @@ class Snippet(msgspec.Struct, frozen=True):
 
     @property
     def needs_model(self) -> bool:
-        return self.marker == NEEDS_MODEL
+        return self.marker in (NEEDS_MODEL, DEMO_MODEL)
 
 
 def markdown_files() -> list[Path]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.doc_snippets import ROOT, markdown_files, snippets
+from tests.doc_snippets import DEMO_MODEL, ROOT, markdown_files, snippets
 from tests.doc_snippets_child import Ran
 from tests.example_helpers import offline_env
 
@@ -27,8 +27,11 @@ def test_the_rule_leaves_out_only_the_blocks_that_need_a_model() -> None:
     found = [s for path in markdown_files() for s in snippets(path)]
     assert len(found) >= 70  # the fences are found
     skipped = [s for s in found if s.needs_model]
-    assert [s.name.split(":")[0] for s in skipped] == ["README.md"]  # the Quick start
-    assert all("from_env(" in s.code for s in skipped)  # it does read LLM_*
+    # The Quick start, and the first example (which test_readme runs against the demo model).
+    assert [s.name.split(":")[0] for s in skipped] == ["README.md", "README.md"]
+    demo = [s for s in skipped if s.marker == DEMO_MODEL]
+    assert len(demo) == 1 and "ask_sync(" in demo[0].code
+    assert all("from_env(" in s.code for s in skipped if s not in demo)  # it does read LLM_*
 
 
 @pytest.mark.timeout(120)

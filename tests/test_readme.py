@@ -1,14 +1,16 @@
 """The README and docs/cli.md list every ``xai`` subcommand and every example, each on a line
-with a link; the README's offline Quick start really remembers across two runs."""
+with a link; the README's first example (the one-liner) runs against the demo's scripted model
+and remembers; the offline Quick start really remembers across two runs."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.doc_snippets import ROOT, snippets
+from tests.doc_snippets import DEMO_MODEL, ROOT, snippets
 from tests.example_helpers import EXAMPLES, left_behind, offline_env
 from xai.cli import _parser
 
@@ -92,4 +94,56 @@ def test_the_offline_quick_start_remembers_on_its_second_run(tmp_path: Path) -> 
     assert "The user's name is Ada." in first[1]
     assert second[0].startswith("You told me:") and "tomatoes" in second[0]  # it remembers
     assert (tmp_path / "fern-offline").is_dir()  # the named folder the README tells about
+    assert not left_behind(fresh)
+
+
+def test_the_first_example_is_the_one_liner_and_remembers(tmp_path: Path) -> None:
+    """Run as the README says: `python -m xai.testing serve --demo`, LLM_* pointed at it."""
+    found = snippets(README)
+    first = found[0]
+    assert first.marker == DEMO_MODEL  # the first example of the README
+    assert "ask_sync(" in first.code and "async " not in first.code  # one call from plain code
+    script = tmp_path / "first.py"
+    script.write_text(first.code, encoding="utf-8")
+    fresh = tmp_path / "TMPDIR"
+    fresh.mkdir()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "xai.testing", "serve", "--demo"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=offline_env(),
+    )
+    try:
+        assert server.stdout is not None
+        listening = server.stdout.readline()
+        assert listening.startswith("listening on "), listening
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=offline_env(
+                TMPDIR=str(fresh),
+                XAI_HOME=str(tmp_path / "home"),
+                LLM_BASE_URL=listening.split()[-1],
+                LLM_MODEL="xai-scripted",
+            ),
+            cwd=tmp_path,
+            check=False,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "warning" not in done.stderr.lower(), done.stderr  # no extraction warnings
+    hello, remembered = done.stdout.splitlines()
+    assert hello == "Nice to meet you, Ada!"
+    assert remembered.startswith("You told me:")  # the second call knows the first
+    assert "tomatoes on their balcony in Porto" in remembered and "Ada" in remembered
+    shown = README.read_text(encoding="utf-8").split(first.code, 1)[1]
+    printed = re.search(r"```text\n(.*?)```", shown, re.DOTALL)
+    assert printed is not None and printed.group(1).splitlines()[0] == hello  # as printed
+    assert (tmp_path / "home" / "agents" / "fern").is_dir()  # where the README says
     assert not left_behind(fresh)

@@ -5,7 +5,9 @@ Agent (and ``AgentHost`` for many) → Session → Query → providers and tools
 Messages, events and errors are leaves every layer shares. Every name a user
 needs to build an application is here::
 
-    from xai import Agent, OpenAIProvider, Persona
+    from xai import ask_sync
+
+    print(ask_sync("What do you remember about me?", agent="fern").text)
 
 Each subpackage (``xai.agent``, ``xai.session``, ``xai.memory``, ``xai.core``,
 ``xai.providers``, ``xai.tools``, ``xai.testing``, ...) holds the rest of its
@@ -23,7 +25,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from xai.agent import Agent, AgentConfig, AgentHost, Persona
     from xai.config import EmbeddingConfig, LLMConfig
-    from xai.core import AgentResult, ScenarioConfig, arun_agent, run_agent
+    from xai.core import AgentResult, ScenarioConfig, arun_agent, ask, ask_sync, run_agent
     from xai.events import (
         AgentEvent,
         MessageCommitted,
@@ -63,7 +65,7 @@ __version__ = "0.1.0"
 
 # Each public name and the module that defines it, by layer.
 _SOURCES: dict[str, tuple[str, ...]] = {
-    "xai.core": ("AgentResult", "ScenarioConfig", "arun_agent", "run_agent"),
+    "xai.core": ("AgentResult", "ScenarioConfig", "arun_agent", "ask", "ask_sync", "run_agent"),
     "xai.agent": ("Agent", "AgentConfig", "AgentHost", "Persona"),
     "xai.session": ("Session", "SessionConfig"),
     "xai.query": ("CancelToken", "Query", "QueryConfig", "run_query", "run_query_sync"),
@@ -152,7 +154,9 @@ __all__ = [
     "XaiError",
     "__version__",
     "arun_agent",
+    "ask",
     "ask_structured",
+    "ask_sync",
     "configure_logging",
     "run_agent",
     "run_query",

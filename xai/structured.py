@@ -1,4 +1,9 @@
-"""Structured output: ask for JSON shaped like a msgspec type, parse it, never crash.
+"""Structured output: ask for JSON shaped like a msgspec type or a Pydantic model, parse it,
+never crash.
+
+A Pydantic ``BaseModel`` works wherever a msgspec type does: its schema is its own
+``model_json_schema()`` and its answer is checked by ``model_validate_json`` (Pydantic is
+never imported here; see ``xai.tools._pydantic``).
 
 ``response_format(T)`` gives the ``json_schema`` format to send; ``parse(text,
 T)`` returns a ``Parsed`` that always keeps the raw text and, on failure, the
@@ -25,6 +30,7 @@ from xai.logs import get_logger
 from xai.messages import ErrorInfo, Message, QueryResult, SystemMessage, UserMessage
 from xai.providers import Provider
 from xai.query import Query, QueryConfig
+from xai.tools import is_pydantic_model, validation_text
 
 if TYPE_CHECKING:
     from xai.telemetry import Telemetry
@@ -37,6 +43,7 @@ __all__ = [
     "fallback_formats",
     "format_refused",
     "json_object_text",
+    "json_schema",
     "parse",
     "response_format",
 ]
@@ -66,12 +73,35 @@ class Parsed(Generic[T]):
         return self.error is None
 
 
-def response_format(type_: Any, *, name: str | None = None, strict: bool = True) -> dict[str, Any]:
-    """An OpenAI ``response_format`` asking for JSON that matches ``type_``'s schema."""
-    (schema,), components = msgspec.json.schema_components([type_], ref_template="#/$defs/{name}")
-    own = components.pop(getattr(type_, "__name__", ""), schema)
-    if components:
-        own = {**own, "$defs": components}
+def json_schema(type_: Any) -> dict[str, Any]:
+    """The JSON schema of ``type_``: Pydantic's ``model_json_schema()`` for a Pydantic model,
+    else msgspec's."""
+    if is_pydantic_model(type_):
+        schema: dict[str, Any] = type_.model_json_schema()
+        return schema
+    return msgspec.json.schema(type_)
+
+
+def response_format(
+    type_: Any, *, name: str | None = None, strict: bool | None = None
+) -> dict[str, Any]:
+    """An OpenAI ``response_format`` asking for JSON that matches ``type_``'s schema.
+
+    ``strict`` (default: on for msgspec types) asks for OpenAI's strict mode; a Pydantic
+    model's schema is sent as Pydantic writes it, which strict mode usually refuses (it wants
+    ``additionalProperties: false`` everywhere), so it defaults to off there.
+    """
+    if is_pydantic_model(type_):
+        own = json_schema(type_)
+        strict = False if strict is None else strict
+    else:
+        (schema,), components = msgspec.json.schema_components(
+            [type_], ref_template="#/$defs/{name}"
+        )
+        own = components.pop(getattr(type_, "__name__", ""), schema)
+        if components:
+            own = {**own, "$defs": components}
+        strict = True if strict is None else strict
     return {
         "type": "json_schema",
         "json_schema": {
@@ -158,12 +188,23 @@ async def ask_json(
 
 
 def parse(text: str, type_: type[T]) -> Parsed[T]:
-    """Decode ``text`` (code fences and prose around one JSON object tolerated) into ``type_``."""
+    """Decode ``text`` (code fences and prose around one JSON object tolerated) into ``type_``,
+    a msgspec type or a Pydantic model."""
     candidate = json_object_text(text) or text
+    if is_pydantic_model(type_):
+        try:
+            value: T = type_.model_validate_json(candidate)  # type: ignore[attr-defined]
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            return Parsed(raw=text, error=_pydantic_error(exc))
+        return Parsed(raw=text, value=value)
     try:
         return Parsed(raw=text, value=msgspec.json.decode(candidate, type=type_))
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         return Parsed(raw=text, error=str(exc))
+
+
+def _pydantic_error(exc: ValueError) -> str:
+    return validation_text(exc) if hasattr(exc, "errors") else str(exc)
 
 
 async def ask_structured(
@@ -185,7 +226,7 @@ async def ask_structured(
     then the repair run's, with ``usage`` and ``rounds`` counting both runs, so
     every request sent is paid for in the figures.
     """
-    schema = msgspec.json.encode(msgspec.json.schema(type_)).decode()
+    schema = msgspec.json.encode(json_schema(type_)).decode()
     instruction = UserMessage(
         content=f"Answer with JSON only, matching this JSON schema:\n{schema}", origin="system"
     )

@@ -1,6 +1,8 @@
-"""The one-shot facade: ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
+"""The one-shot facades: ``ask_sync`` / ``ask`` (one prompt, one answer, an Agent's memory
+if you name one), and ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
 structured output, built on the Session/Query core."""
 
+from xai.core._ask import agent_directory, ask, ask_sync
 from xai.core._knowledge import MAX_DOCUMENT_BYTES, KnowledgeBase, Reference, chunk_text
 from xai.core._outputs import (
     OUTPUT_TYPES,
@@ -50,7 +52,10 @@ __all__ = [
     "ScenarioConfig",
     "ScenarioError",
     "TicketResponse",
+    "agent_directory",
     "arun_agent",
+    "ask",
+    "ask_sync",
     "chunk_text",
     "demo_records",
     "load_scenario",

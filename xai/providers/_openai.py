@@ -1,4 +1,5 @@
-"""The real provider: OpenAI Chat Completions through the official ``openai`` SDK.
+"""The real provider: OpenAI Chat Completions (or the Responses API, ``LLMConfig.api``)
+through the official ``openai`` SDK.
 
 The SDK does what it is good at (auth, base URL, HTTP, typed HTTP errors);
 xai decodes the stream itself (``_wire``) and owns the retry loop, so a retry
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -39,6 +40,7 @@ from xai.messages import (
 )
 from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
 from xai.providers._protocol import ProviderEvent, ProviderRequest
+from xai.providers._responses import decode_responses, responses_params
 from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import EmptyAnswerError, decode_body
 
@@ -372,11 +374,61 @@ class OpenAIProvider:
             timeout=limit,
         )
 
+    async def _chat(
+        self, params: dict[str, Any], options: openai.RequestOptions
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """One Chat Completions answer, decoded."""
+        import httpx2
+
+        # The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
+        # URL and typed HTTP errors, and we skip its per-request walk over every message
+        # (`maybe_transform`), which grows with the history. `stream=True` here means "hand
+        # us the open response": SSE or JSON, the body is read by `decode_body`, which goes
+        # by the response's content type.
+        response = await self._client.post(
+            "/chat/completions", cast_to=httpx2.Response, body=params, options=options, stream=True
+        )
+        try:
+            content_type = response.headers.get("content-type")
+            async with (
+                aclosing(response.aiter_bytes()) as body,
+                aclosing(decode_body(body, content_type)) as decoded,
+            ):
+                async for event in decoded:
+                    yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    async def _responses(
+        self, params: dict[str, Any], options: openai.RequestOptions
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """One Responses API answer (always streamed), decoded by ``decode_responses``."""
+        import httpx2
+
+        response = await self._client.post(
+            "/responses", cast_to=httpx2.Response, body=params, options=options, stream=True
+        )
+        try:
+            async with (
+                aclosing(response.aiter_bytes()) as body,
+                aclosing(decode_responses(body)) as decoded,
+            ):
+                async for event in decoded:
+                    yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         import httpx2
         import openai
 
-        params = self._params(request)
+        responses = self._config.api == "responses"
+        if responses:  # always streamed: LLMConfig.stream applies to Chat Completions
+            params = {**responses_params(request, self._model), **(self._extra_body or {})}
+        else:
+            params = self._params(request)
         # Per request rather than as the client's defaults: an injected client gets them too.
         options: openai.RequestOptions = (
             {"headers": self._config.extra_headers} if self._config.extra_headers else {}
@@ -388,33 +440,17 @@ class OpenAIProvider:
             error: ProviderError | None = None
             deadline = math.inf if limit is None else anyio.current_time() + limit
             try:
-                # The SDK's generic `post` with a body we built ourselves: the SDK keeps
-                # auth, base URL and typed HTTP errors, and we skip its per-request walk
-                # over every message (`maybe_transform`), which grows with the history.
-                # `stream=True` here means "hand us the open response": SSE or JSON, the
-                # body is read by `decode_body`, which goes by the response's content type.
-                response = await self._client.post(
-                    "/chat/completions",
-                    cast_to=httpx2.Response,
-                    body=params,
-                    options=options,
-                    stream=True,
-                )
-                try:
-                    content_type = response.headers.get("content-type")
-                    async with (
-                        # Close every generator in the chain explicitly: left to the garbage
-                        # collector, trio warns and the connection is released late.
-                        aclosing(response.aiter_bytes()) as body,
-                        aclosing(decode_body(body, content_type)) as decoded,
-                        aclosing(fill_missing_usage(decoded, request)) as events,
-                    ):
-                        while (event := await self._next(events, deadline)) is not None:
-                            started = True
-                            yield event
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await response.aclose()
+                fetch = self._responses if responses else self._chat
+                answer = fetch(params, options)
+                async with (
+                    # Close every generator in the chain explicitly: left to the garbage
+                    # collector, trio warns and the connection is released late.
+                    aclosing(answer) as decoded,
+                    aclosing(fill_missing_usage(decoded, request)) as events,
+                ):
+                    while (event := await self._next(events, deadline)) is not None:
+                        started = True
+                        yield event
                 return
             except EmptyAnswerError:
                 error = _inferred_overflow(request)

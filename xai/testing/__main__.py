@@ -1,8 +1,9 @@
-"""``python -m xai.testing serve --script FILE``: run the OpenAI-wire test server."""
+"""``python -m xai.testing serve [--script FILE] [--demo]``: run the OpenAI-wire test server."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
 import sys
 import threading
@@ -23,6 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="run the OpenAI-wire test server until interrupted")
     serve.add_argument(
         "--script", type=Path, help="JSON file with a Script (replies, rules, default)"
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="answer as `xai demo`'s scripted model (memory extraction included), "
+        "after the script's rules and before its queued replies",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
@@ -45,16 +52,36 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with OpenAIWireServer(
+    server = OpenAIWireServer(
         script,
         host=args.host,
         port=args.port,
         model=args.model,
         api_key=args.api_key,
         validate_requests=not args.no_validate,
-    ) as server:
+    )
+    if args.demo:
+        from xai.testing._demo_model import demo_model
+
+        server.script.add_responder(demo_model)
+    try:
+        server.start()
+    except OSError as exc:
+        # One line a person can act on, instead of a traceback from deep inside bind().
+        if exc.errno == errno.EADDRINUSE:
+            print(
+                f"error: {args.host}:{args.port} is already in use "
+                "(another server? pick another --port, or --port 0 for a free one)",
+                file=sys.stderr,
+            )
+        else:
+            print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    try:
         print(f"listening on {server.base_url}", flush=True)
         stop.wait()
+    finally:
+        server.stop()
     return 0
 
 

@@ -29,6 +29,7 @@ from xai.config import LLMConfig
 from xai.messages import new_id
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing._render import estimate_usage, finish_reason, hash_embedding, pieces
+from xai.testing._responses import ResponseStream, chat_view
 from xai.testing._script import (
     Delay,
     DropConnection,
@@ -104,7 +105,8 @@ def _null_tool_content(body: dict[str, Any]) -> bool:
 
 
 class OpenAIWireServer:
-    """``/v1/chat/completions`` (JSON and SSE), ``/v1/embeddings`` and ``/v1/models``.
+    """``/v1/chat/completions`` (JSON and SSE), ``/v1/responses`` (the Responses API, JSON and
+    SSE: ``xai.testing._responses``), ``/v1/embeddings`` and ``/v1/models``.
 
     Use as a context manager (sync or async), as the ``openai_server`` pytest
     fixture, or from the command line (``python -m xai.testing serve``).
@@ -193,6 +195,7 @@ class OpenAIWireServer:
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/health", self._health, methods=["GET"]),
@@ -221,6 +224,11 @@ class OpenAIWireServer:
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def responses_requests(self) -> list[RecordedRequest]:
+        """The Responses API requests (``/v1/responses``), bodies as sent."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/responses")]
 
     # -- addresses ---------------------------------------------------------------
 
@@ -303,7 +311,9 @@ class OpenAIWireServer:
 
     # -- endpoints ---------------------------------------------------------------
 
-    async def _record(self, request: Request, *, chat: bool = False) -> dict[str, Any] | Response:
+    async def _record(
+        self, request: Request, *, chat: bool = False, responses: bool = False
+    ) -> dict[str, Any] | Response:
         raw = await request.body()
         try:
             body = msgspec.json.decode(raw) if raw else {}
@@ -312,8 +322,10 @@ class OpenAIWireServer:
         if not isinstance(body, dict):
             return _error(400, "request body must be a JSON object", kind="invalid_request_error")
         invalid = None
-        if chat and self.validate_requests:
-            invalid = screen(f"OpenAIWireServer at {self.base_url}", body)
+        if (chat or responses) and self.validate_requests:
+            # A Responses request is checked as the conversation it carries (its chat view).
+            checked = chat_view(body) if responses else body
+            invalid = screen(f"OpenAIWireServer at {self.base_url}", checked)
         with self._lock:
             self.requests.append(
                 RecordedRequest(
@@ -449,6 +461,41 @@ class OpenAIWireServer:
         if isinstance(fault, DropConnection):
             return StreamingResponse(_cut(_encode(completion)), media_type="application/json")
         return JSONResponse(completion)
+
+    async def _responses(self, request: Request) -> Response:
+        """The Responses API: the script answers the request's chat view; HTTP faults and
+        delays as on ``/v1/chat/completions``, the reply streamed as Responses events."""
+        body = await self._record(request, responses=True)
+        if isinstance(body, Response):
+            return body
+        view = chat_view(body)
+        try:
+            reply = self.script.next_reply(view)
+        except ScriptExhausted as exc:
+            return _error(500, str(exc), code="script_exhausted")
+        fault = reply.fault
+        if isinstance(fault, HttpError):
+            return _error(fault.status, fault.message, code=fault.code)
+        if isinstance(fault, Delay):
+            deadline = anyio.current_time() + fault.seconds
+            while anyio.current_time() < deadline:  # stop waiting once the client gave up
+                await anyio.sleep(min(0.05, deadline - anyio.current_time()))
+                if await request.is_disconnected():
+                    return Response(status_code=499)
+        answer = ResponseStream(body, view, reply, str(body.get("model") or self.model))
+        if body.get("stream"):
+
+            async def sse() -> AsyncIterator[bytes]:
+                for event in answer.events(usage=self.send_usage):
+                    if reply.chunk_delay:
+                        await anyio.sleep(reply.chunk_delay)
+                    yield event
+
+            return StreamingResponse(
+                sse(), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+            )
+        status = answer.final_status()
+        return JSONResponse(answer.response(answer.outputs(), status, usage=self.send_usage))
 
     async def _runaway(self, request: Request, body: dict[str, Any]) -> Response:
         cap = body.get("max_tokens")

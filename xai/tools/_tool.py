@@ -13,6 +13,7 @@ import msgspec
 
 from xai.exceptions import ToolDefinitionError
 from xai.messages import ToolSpec
+from xai.tools._pydantic import PydanticArguments, mentions_pydantic
 
 __all__ = ["Tool", "ToolContext", "tool"]
 
@@ -101,13 +102,16 @@ class Tool:
 
     Arguments arrive as JSON text and are decoded by msgspec against a Struct
     built from the function's signature, so a wrong type, a missing or an
-    unknown argument is caught before the function runs.
+    unknown argument is caught before the function runs. A function that uses Pydantic (a
+    ``BaseModel`` parameter, ``Field(...)`` metadata, Pydantic types) is described and checked
+    by Pydantic instead: the schema is its ``model_json_schema()``, unchanged.
     """
 
     __slots__ = (
         "_args_type",
         "_decoder",
         "_param_names",
+        "_pydantic",
         "context_param",
         "description",
         "function",
@@ -142,6 +146,7 @@ class Tool:
                 f"tool {self.name!r}: cannot resolve an annotation ({exc})"
             ) from None
         fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        described: list[tuple[str, Any] | tuple[str, Any, Any]] = []  # docs as msgspec.Meta
         self.context_param: str | None = None
         for param in inspect.signature(function).parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -157,16 +162,29 @@ class Tool:
                 self.context_param = param.name
                 continue
             doc = param_docs.get(param.name)
-            if doc:
-                annotation = typing.Annotated[annotation, msgspec.Meta(description=doc)]
+            shown = (
+                typing.Annotated[annotation, msgspec.Meta(description=doc)] if doc else annotation
+            )
             if param.default is inspect.Parameter.empty:
                 fields.append((param.name, annotation))
+                described.append((param.name, shown))
             else:
                 fields.append((param.name, annotation, param.default))
+                described.append((param.name, shown, param.default))
         self._param_names = tuple(f[0] for f in fields)
+        self._pydantic: PydanticArguments | None = None
+        if any(mentions_pydantic(f[1]) for f in fields):
+            try:
+                self._pydantic = PydanticArguments(self.name, fields, param_docs)
+            except Exception as exc:  # Pydantic's own schema or definition errors
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: Pydantic cannot describe its arguments ({exc})"
+                ) from None
+            self.parameters: dict[str, Any] = self._pydantic.schema
+            return
         self._args_type: type[msgspec.Struct] = msgspec.defstruct(
             f"{self.name}_arguments",
-            fields,
+            described,
             kw_only=True,
             forbid_unknown_fields=True,
         )
@@ -183,7 +201,7 @@ class Tool:
         own.pop("title", None)
         if components:
             own["$defs"] = components
-        self.parameters: dict[str, Any] = own
+        self.parameters = own
 
     @classmethod
     def from_function(cls, function: Callable[..., Any], **options: Any) -> Tool:
@@ -194,7 +212,10 @@ class Tool:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
-        """Decode and validate the model's JSON; raises ``msgspec.DecodeError`` / ``ValidationError``."""
+        """Decode and validate the model's JSON; raises ``msgspec.DecodeError`` /
+        ``ValidationError`` (for a tool checked by Pydantic too)."""
+        if self._pydantic is not None:
+            return self._pydantic.parse(arguments)
         decoded = self._decoder.decode(arguments or "{}")
         return {name: getattr(decoded, name) for name in self._param_names}
 

@@ -17,6 +17,7 @@ from xai.exceptions import ToolDefinitionError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolResult, ToolSpec
 from xai.tools._mcp import MCPServer
+from xai.tools._pydantic import dump as pydantic_dump
 from xai.tools._tool import Tool, ToolContext
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "ToolSet", "clamp"]
@@ -39,6 +40,8 @@ def _render(value: Any) -> tuple[str, Any]:
     """The text the model sees and the JSON-compatible value for the record."""
     if isinstance(value, str):
         return value, value
+    if (dumped := pydantic_dump(value)) is not None:  # a Pydantic model the tool returned
+        value = dumped
     try:
         return _encode(value).decode(), msgspec.to_builtins(value)
     except (TypeError, msgspec.EncodeError):
