@@ -308,6 +308,8 @@ def test_public_surface() -> None:
     assert set(xai.__all__) == {
         # run_agent, the one-shot facade
         "AgentResult", "ScenarioConfig", "arun_agent", "run_agent",
+        # one call: a prompt answered (with an Agent's memory when named)
+        "ask", "ask_sync",
         # the Agent layer, the Session layer
         "Agent", "AgentConfig", "AgentHost", "Persona", "Session", "SessionConfig",
         # the Query layer, structured output, providers, tools, configuration, logs
