@@ -1,6 +1,9 @@
 """The one-shot facade: ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
 structured output, built on the Session/Query core."""
 
+from xai.core._adapters._dify import DifyConfig, DifyOrchestrator
+from xai.core._adapters._langgraph import LangGraphOrchestrator
+from xai.core._adapters._openai_agents import OpenAIAgentsOrchestrator
 from xai.core._knowledge import MAX_DOCUMENT_BYTES, KnowledgeBase, Reference, chunk_text
 from xai.core._outputs import (
     OUTPUT_TYPES,
@@ -11,14 +14,8 @@ from xai.core._outputs import (
     RiskAuditReport,
     TicketResponse,
 )
-from xai.core._run import (
-    AgentResult,
-    LightweightOrchestrator,
-    Orchestrator,
-    RunOptions,
-    arun_agent,
-    run_agent,
-)
+from xai.core._result import ORCHESTRATORS, AgentResult, Orchestrator, OrchestratorName, RunOptions
+from xai.core._run import LightweightOrchestrator, arun_agent, run_agent
 from xai.core._scenario import (
     MAX_SCENARIO_BYTES,
     ModelOverrides,
@@ -33,14 +30,20 @@ __all__ = [
     "BUILTIN_TOOLS",
     "MAX_DOCUMENT_BYTES",
     "MAX_SCENARIO_BYTES",
+    "ORCHESTRATORS",
     "OUTPUT_TYPES",
     "AgentResult",
+    "DifyConfig",
+    "DifyOrchestrator",
     "DocumentReviewReport",
     "GeneralAnswer",
     "KnowledgeBase",
+    "LangGraphOrchestrator",
     "LightweightOrchestrator",
     "ModelOverrides",
+    "OpenAIAgentsOrchestrator",
     "Orchestrator",
+    "OrchestratorName",
     "OutputType",
     "QualityReport",
     "RagSettings",
