@@ -36,6 +36,7 @@ from xai.exceptions import (
     RateLimitError,
     ServerError,
     StreamError,
+    UsageError,
 )
 from xai.messages import ToolResult, Usage
 
@@ -161,6 +162,10 @@ class DifyOrchestrator:
         async def body() -> None:
             httpx = require("httpx", EXTRA)
             config = self.config or DifyConfig.from_env()
+            if scenario.mcp_servers:
+                raise UsageError(
+                    "a Dify app cannot use the scenario's MCP servers: add them to the app"
+                )
             prepared = await prepare(scenario, user_input, options, self.knowledge, result)
             inputs = {config.instructions_variable: prepared.system}
             async with httpx.AsyncClient(
@@ -168,6 +173,8 @@ class DifyOrchestrator:
                 headers={"Authorization": f"Bearer {config.api_key}"},
                 timeout=config.timeout,
             ) as client:
+                if scenario.tools:
+                    await self._check_tools(client, scenario.tools)
 
                 async def send(query: str, conversation_id: str) -> _Answer:
                     answer = await self._send(client, config, inputs, query, conversation_id)
@@ -187,6 +194,19 @@ class DifyOrchestrator:
 
         return await guarded(result, scenario, options, body)
 
+    async def _check_tools(self, client: Any, names: list[str]) -> None:
+        """The app runs the tools, so it must have the scenario's: ``GET /meta`` lists them."""
+        response = await client.get("meta")
+        if response.status_code != 200:
+            raise _failure(response.status_code, "", response.text[:200])
+        icons = response.json().get("tool_icons") or {}
+        missing = [name for name in names if name not in icons]
+        if missing:
+            raise ConfigurationError(
+                f"the Dify app has no tool named {', '.join(map(repr, missing))}: "
+                "add the scenario's tools to the app (Dify runs them, not xai)"
+            )
+
     async def _send(
         self,
         client: Any,
@@ -205,6 +225,7 @@ class DifyOrchestrator:
         }
         answer = _Answer(conversation_id=conversation_id)
         thoughts: dict[str, dict[str, Any]] = {}
+        failure: ProviderError | None = None
         ended = False
         async with client.stream("POST", "chat-messages", json=request) as response:
             if response.status_code != 200:
@@ -220,16 +241,11 @@ class DifyOrchestrator:
                     str(error.get("code", "")),
                     str(error.get("message", raw[:200].decode(errors="replace"))),
                 )
+            # Read to the end even after ``message_end`` or ``error`` (Dify ends the stream
+            # there): leaving httpx's line iterator early leaves its inner generators open.
             async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                try:
-                    event = msgspec.json.decode(line[5:].strip())
-                except msgspec.DecodeError:
-                    raise StreamError(
-                        f"Dify sent an event that is not JSON: {line[:80]!r}", provider="dify"
-                    ) from None
-                if not isinstance(event, dict):
+                event = _event(line)
+                if event is None or failure is not None or ended:
                     continue
                 kind = event.get("event")
                 answer.conversation_id = event.get("conversation_id") or answer.conversation_id
@@ -240,7 +256,7 @@ class DifyOrchestrator:
                 elif kind == "agent_thought":
                     thoughts[str(event.get("id", len(thoughts)))] = event
                 elif kind == "error":
-                    raise _failure(
+                    failure = _failure(
                         int(event.get("status") or 500),
                         str(event.get("code", "")),
                         str(event.get("message", "")),
@@ -252,12 +268,26 @@ class DifyOrchestrator:
                         _reference(r) for r in metadata.get("retriever_resources") or []
                     ]
                     ended = True
-                    break
+        if failure is not None:
+            raise failure
         if not ended:
             raise StreamError("the Dify stream ended without message_end", provider="dify")
         for thought in sorted(thoughts.values(), key=lambda t: int(t.get("position") or 0)):
             answer.tools.extend(_tool_results(thought))
         return answer
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """One ``data:`` line of the stream as an event (``ping`` and blank lines: ``None``)."""
+    if not line.startswith("data:"):
+        return None
+    try:
+        event = msgspec.json.decode(line[5:].strip())
+    except msgspec.DecodeError:
+        raise StreamError(
+            f"Dify sent an event that is not JSON: {line[:80]!r}", provider="dify"
+        ) from None
+    return event if isinstance(event, dict) else None
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

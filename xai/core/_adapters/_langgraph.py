@@ -114,29 +114,46 @@ class LangGraphOrchestrator:
         options: RunOptions,
         result: AgentResult,
     ) -> None:
+        import openai
         from langchain_core.messages import HumanMessage, SystemMessage
         from langchain_openai import ChatOpenAI
         from langgraph.errors import GraphRecursionError
         from langgraph.graph import END, START, MessagesState, StateGraph
         from langgraph.prebuilt import ToolNode, tools_condition
 
-        async with prepared.tools.open():
+        # Our own client, closed after the run: left to itself, langchain-openai shares one
+        # HTTP client per process, bound to the first event loop that used it.
+        client = openai.AsyncOpenAI(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            default_headers=config.extra_headers or None,
+        )
+        async with client, prepared.tools.open():
             recorder = ToolRecorder(prepared.tools, result)
             tools = _tools(recorder)
             settings: dict[str, Any] = {
                 "model": config.model,
                 "base_url": config.base_url,
                 "api_key": config.api_key or "not-needed",
-                "timeout": config.timeout,
-                "max_retries": config.max_retries,
-                "default_headers": config.extra_headers or None,
+                "root_async_client": client,
+                "async_client": client.chat.completions,
+                # The graph only calls ``ainvoke``; a sync client would never be used.
+                "client": client.chat.completions,
                 "temperature": prepared.temperature,
                 "max_tokens": prepared.max_tokens,
             }
             model = ChatOpenAI(**settings)
-            bound: Any = model
-            if tools or prepared.response_format is not None:
-                bound = model.bind_tools(tools, response_format=prepared.response_format)
+            # The format goes as a plain request field: LangChain's own ``response_format``
+            # makes every tool strict (all parameters required), which would change the
+            # tools' schemas, and it parses the answer itself; xai parses and repairs.
+            extra = (
+                {"response_format": prepared.response_format} if prepared.response_format else {}
+            )
+            bound: Any = model.bind_tools(tools) if tools else model
+            if extra:
+                bound = bound.bind(extra_body=extra)
             system = SystemMessage(prepared.system)
 
             async def call_model(state: MessagesState) -> dict[str, Any]:
