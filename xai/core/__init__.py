@@ -1,6 +1,7 @@
 """The one-shot facade: ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
 structured output, built on the Session/Query core."""
 
+from xai.core._adapters import create_orchestrator
 from xai.core._adapters._dify import DifyConfig, DifyOrchestrator
 from xai.core._adapters._langgraph import LangGraphOrchestrator
 from xai.core._adapters._openai_agents import OpenAIAgentsOrchestrator
@@ -55,6 +56,7 @@ __all__ = [
     "TicketResponse",
     "arun_agent",
     "chunk_text",
+    "create_orchestrator",
     "demo_records",
     "load_scenario",
     "run_agent",

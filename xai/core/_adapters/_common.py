@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolSpec
 from xai.structured import parse, response_format
-from xai.tools import MCPServer, ToolSet
+from xai.tools import MCPServer, Tool, ToolSet
 
 __all__ = [
     "Prepared",
@@ -123,6 +123,7 @@ async def prepare(
     options: RunOptions,
     knowledge: KnowledgeBase | None,
     result: AgentResult,
+    extra_tools: Sequence[Tool] = (),
 ) -> Prepared:
     if scenario.rag.enabled:
         if knowledge is None:
@@ -136,7 +137,7 @@ async def prepare(
         )
     output = OUTPUT_TYPES[scenario.output_type]
     tools = ToolSet(
-        [BUILTIN_TOOLS[name] for name in scenario.tools],
+        [*(BUILTIN_TOOLS[name] for name in scenario.tools), *extra_tools],
         mcp=[MCPServer(config) for config in scenario.mcp_servers],
     )
     return Prepared(

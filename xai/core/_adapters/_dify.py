@@ -18,7 +18,7 @@ key, registered with the redaction net and never shown in ``repr``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -39,6 +39,7 @@ from xai.exceptions import (
     UsageError,
 )
 from xai.messages import ToolResult, Usage
+from xai.tools import Tool
 
 __all__ = ["DifyConfig", "DifyOrchestrator"]
 
@@ -149,10 +150,17 @@ class DifyOrchestrator:
     """Runs a scenario on a Dify app through its Service API (streaming chat messages)."""
 
     def __init__(
-        self, config: DifyConfig | None = None, *, knowledge: KnowledgeBase | None = None
+        self,
+        config: DifyConfig | None = None,
+        *,
+        knowledge: KnowledgeBase | None = None,
+        tools: Sequence[Tool] = (),
     ) -> None:
         self.config = config
+        """The app (default: ``DIFY_BASE_URL`` / ``DIFY_API_KEY``, read when a run starts)."""
         self.knowledge = knowledge
+        self.tools = tuple(tools)
+        """Tools beside the scenario's built-ins: the app must have them too (it runs them)."""
 
     async def run(
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions
@@ -166,15 +174,18 @@ class DifyOrchestrator:
                 raise UsageError(
                     "a Dify app cannot use the scenario's MCP servers: add them to the app"
                 )
-            prepared = await prepare(scenario, user_input, options, self.knowledge, result)
+            prepared = await prepare(
+                scenario, user_input, options, self.knowledge, result, self.tools
+            )
             inputs = {config.instructions_variable: prepared.system}
             async with httpx.AsyncClient(
                 base_url=config.base_url.rstrip("/") + "/",
                 headers={"Authorization": f"Bearer {config.api_key}"},
                 timeout=config.timeout,
             ) as client:
-                if scenario.tools:
-                    await self._check_tools(client, scenario.tools)
+                wanted = [*scenario.tools, *(t.name for t in self.tools)]
+                if wanted:
+                    await self._check_tools(client, wanted)
 
                 async def send(query: str, conversation_id: str) -> _Answer:
                     answer = await self._send(client, config, inputs, query, conversation_id)

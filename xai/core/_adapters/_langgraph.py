@@ -12,6 +12,7 @@ graph's ``recursion_limit``; the output type → ``response_format`` bound with 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from xai.config import LLMConfig
@@ -30,6 +31,7 @@ from xai.core._result import AgentResult, RunOptions
 from xai.core._scenario import ScenarioConfig
 from xai.exceptions import RunError
 from xai.messages import Usage
+from xai.tools import Tool
 
 __all__ = ["LangGraphOrchestrator"]
 
@@ -86,10 +88,17 @@ class LangGraphOrchestrator:
     """Runs a scenario as a LangGraph tool-calling graph on ``langchain-openai``."""
 
     def __init__(
-        self, llm: LLMConfig | None = None, knowledge: KnowledgeBase | None = None
+        self,
+        llm: LLMConfig | None = None,
+        knowledge: KnowledgeBase | None = None,
+        *,
+        tools: Sequence[Tool] = (),
     ) -> None:
         self.llm = llm
+        """The endpoint (default: the ``LLM_*`` environment, read when a run starts)."""
         self.knowledge = knowledge
+        self.tools = tuple(tools)
+        """Tools beside the scenario's built-ins (the file runner's, say)."""
 
     async def run(
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions
@@ -101,7 +110,9 @@ class LangGraphOrchestrator:
             require("langchain_openai", EXTRA)
             config = model_config(self.llm or LLMConfig.from_env(), scenario)
             result.model_name = config.model or ""
-            prepared = await prepare(scenario, user_input, options, self.knowledge, result)
+            prepared = await prepare(
+                scenario, user_input, options, self.knowledge, result, self.tools
+            )
             await on_asyncio(lambda: self._run(config, prepared, user_input, options, result))
 
         return await guarded(result, scenario, options, body)

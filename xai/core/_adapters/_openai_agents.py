@@ -12,6 +12,7 @@ export to OpenAI's servers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from xai.config import LLMConfig
@@ -29,6 +30,7 @@ from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
 from xai.core._scenario import ScenarioConfig
 from xai.messages import Usage
+from xai.tools import Tool
 
 __all__ = ["OpenAIAgentsOrchestrator"]
 
@@ -82,10 +84,17 @@ class OpenAIAgentsOrchestrator:
     """Runs a scenario with the OpenAI Agents SDK against any OpenAI-compatible endpoint."""
 
     def __init__(
-        self, llm: LLMConfig | None = None, knowledge: KnowledgeBase | None = None
+        self,
+        llm: LLMConfig | None = None,
+        knowledge: KnowledgeBase | None = None,
+        *,
+        tools: Sequence[Tool] = (),
     ) -> None:
         self.llm = llm
+        """The endpoint (default: the ``LLM_*`` environment, read when a run starts)."""
         self.knowledge = knowledge
+        self.tools = tuple(tools)
+        """Tools beside the scenario's built-ins (the file runner's, say)."""
 
     async def run(
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions
@@ -96,7 +105,9 @@ class OpenAIAgentsOrchestrator:
             agents = require("agents", EXTRA)
             config = model_config(self.llm or LLMConfig.from_env(), scenario)
             result.model_name = config.model or ""
-            prepared = await prepare(scenario, user_input, options, self.knowledge, result)
+            prepared = await prepare(
+                scenario, user_input, options, self.knowledge, result, self.tools
+            )
             await on_asyncio(
                 lambda: self._run(agents, config, prepared, user_input, options, result)
             )
