@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -229,3 +230,34 @@ def test_no_peer_library_loads_until_a_peer_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_module_named_agents_that_is_not_the_sdk_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LLM_MODEL", "m")
+    monkeypatch.setitem(sys.modules, "agents", types.ModuleType("agents"))
+    result = await arun_agent({"scenario_id": "s", "orchestrator": "openai-agents"}, "hi")
+    assert result.status == "failed" and result.error is not None
+    assert "shadows the OpenAI Agents SDK" in result.error
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.backend_agnostic
+def test_the_bench_ends_with_its_ratios() -> None:
+    # It runs every orchestrator and ends with the JSON docs/adapters.md quotes (not timed here).
+    bench = Path(__file__).parent.parent / "bench" / "adapters.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--runs", "1", "--repeats", "1", "--warmup", "1"],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert {"openai_agents_ratio", "langgraph_ratio", "dify_ratio"} <= set(figures)
+    assert all(value > 0 for key, value in figures.items() if key.endswith("_ratio"))

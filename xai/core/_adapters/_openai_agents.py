@@ -29,6 +29,7 @@ from xai.core._adapters._common import (
 from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
 from xai.core._scenario import ScenarioConfig
+from xai.exceptions import ConfigurationError
 from xai.messages import Usage
 from xai.tools import Tool
 
@@ -103,6 +104,11 @@ class OpenAIAgentsOrchestrator:
 
         async def body() -> None:
             agents = require("agents", EXTRA)
+            if not hasattr(agents, "Runner"):  # the SDK's package is named `agents`
+                raise ConfigurationError(
+                    f"the module 'agents' at {getattr(agents, '__file__', '?')} shadows the "
+                    "OpenAI Agents SDK: rename it"
+                )
             config = model_config(self.llm or LLMConfig.from_env(), scenario)
             result.model_name = config.model or ""
             prepared = await prepare(
