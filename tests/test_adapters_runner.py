@@ -91,3 +91,15 @@ def test_a_peer_refuses_the_sessions_features(tmp_path: Path) -> None:
     with pytest.raises(InputError) as unknown:
         validate_input({**data, "orchestrator": "crewai"}, tmp_path)
     assert any(p.startswith("orchestrator:") for p in unknown.value.problems)
+
+
+@pytest.mark.timeout(150)
+def test_the_orchestrators_example_runs_offline(tmp_path: Path) -> None:
+    from tests.example_helpers import run_example
+
+    done = run_example("orchestrators.py", tmp=tmp_path, timeout=120)
+    rows = [
+        line for line in done.stdout.splitlines() if line.startswith("| ") and "success" in line
+    ]
+    assert [row.split(" | ")[0].strip("| ") for row in rows] == list(ORCHESTRATORS)
+    assert all("Line B's defect rate is 3.26%." in row for row in rows), done.stdout
