@@ -81,6 +81,11 @@ class Peer:
             return [r.body for r in self.dify.chat_requests()]
         return [r.body for r in self.wire.chat_requests()]
 
+    def headers(self) -> list[dict[str, str]]:
+        """The headers of each request the peer sent to its double."""
+        double = self.dify if self.name == "dify" else self.wire
+        return [r.headers for r in double.chat_requests()]
+
     def prompt_of(self, body: dict[str, Any]) -> str:
         if self.name == "dify":
             return str(body["inputs"]["instructions"])
@@ -112,6 +117,7 @@ async def peer(
     monkeypatch.setenv("LLM_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("LLM_API_KEY", "sk-adapters-test")
     monkeypatch.setenv("LLM_MODEL", "not-this-one")  # the scenario's model wins
+    monkeypatch.setenv("LLM_EXTRA_HEADERS", '{"X-Gateway-Route": "adapters"}')
     for key, value in _dify.env().items():
         monkeypatch.setenv(key, value)
     found = Peer(orchestrator, openai_server, _dify)
@@ -142,6 +148,13 @@ async def test_plain_answer(peer: Peer) -> None:
     (request,) = peer.requests()
     assert peer.last_input(request) == "How long is the pump warranty?"
     assert "Answer with one JSON object matching this JSON schema" in peer.prompt_of(request)
+    (headers,) = peer.headers()
+    if peer.name == "dify":  # the app's key; the app holds the model's settings
+        assert headers["authorization"] == f"Bearer {peer.dify.api_key}"
+    else:  # the LLM_* key, model and extra headers reach the endpoint
+        assert headers["authorization"] == "Bearer sk-adapters-test"
+        assert headers["x-gateway-route"] == "adapters"
+        assert request["model"] == MODEL
 
 
 async def test_tool_call_round_trip(peer: Peer) -> None:

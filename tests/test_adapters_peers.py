@@ -261,3 +261,14 @@ def test_the_bench_ends_with_its_ratios() -> None:
     figures = json.loads(done.stdout.splitlines()[-1])
     assert {"openai_agents_ratio", "langgraph_ratio", "dify_ratio"} <= set(figures)
     assert all(value > 0 for key, value in figures.items() if key.endswith("_ratio"))
+
+
+async def test_an_orchestrator_object_is_named_in_the_result() -> None:
+    class Echo:
+        async def run(self, scenario: Any, user_input: str, options: RunOptions) -> Any:
+            from xai.core import AgentResult
+
+            return AgentResult(answer=user_input)
+
+    result = await arun_agent({"scenario_id": "s"}, "hello", orchestrator=Echo())
+    assert (result.answer, result.orchestrator) == ("hello", "Echo")

@@ -62,8 +62,9 @@ class AgentResult(msgspec.Struct, kw_only=True):
     error: str | None = None
     usage: Usage = msgspec.field(default_factory=Usage)
     """Tokens and model calls of the whole run, as the orchestrator reported them."""
-    orchestrator: str = "lightweight"
-    """Which orchestrator produced this result."""
+    orchestrator: str = ""
+    """Which orchestrator produced this result: one of ``ORCHESTRATORS``, or the class name of
+    an ``orchestrator=`` object that left it empty."""
 
 
 @runtime_checkable

@@ -193,7 +193,9 @@ async def arun_agent(
         else msgspec.convert(dict(options or {}), RunOptions)
     )
     if orchestrator is not None:
-        return await orchestrator.run(scenario, user_input, opts)
+        result = await orchestrator.run(scenario, user_input, opts)
+        result.orchestrator = result.orchestrator or type(orchestrator).__name__
+        return result
     name: OrchestratorName = opts.orchestrator or scenario.orchestrator
     owned: OpenAIProvider | None = None
     try:
