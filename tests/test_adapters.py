@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
+from xai.config import LLMConfig
 from xai.core import (
     BUILTIN_TOOLS,
     ORCHESTRATORS,
@@ -96,10 +97,16 @@ class Peer:
             return str(body["query"])
         return str(body["messages"][-1]["content"])
 
-    async def run(self, scenario: dict[str, Any], question: str, **options: Any) -> AgentResult:
+    async def run(
+        self, scenario: dict[str, Any], question: str, llm: LLMConfig | None = None, **options: Any
+    ) -> AgentResult:
         spec = {"scenario_id": "support", "model": {"model": MODEL}, **scenario}
         return await arun_agent(
-            spec, question, {"orchestrator": self.name, **options}, knowledge=self.knowledge
+            spec,
+            question,
+            {"orchestrator": self.name, **options},
+            knowledge=self.knowledge,
+            llm=llm,
         )
 
     knowledge: KnowledgeBase | None = None
@@ -230,6 +237,20 @@ async def test_timeout_is_a_failed_result(peer: Peer) -> None:
     assert result.error is not None and result.error.startswith("TimeoutError")
     assert 900 <= result.latency_ms < 20_000
     assert result.orchestrator == peer.name
+
+
+async def test_a_refused_response_format_falls_back(peer: Peer) -> None:
+    if peer.name == "dify":
+        pytest.skip("a Dify app chooses its model's response format itself")
+    # llama-cpp-python's server: HTTP 500 naming response_format for json_schema.
+    peer.wire.refuse_formats = ("json_schema",)
+    peer.push(Reply(text=json.dumps(ANSWER)))
+    # No retries of the 500 by the peers' openai client: the fallback is what is tested.
+    result = await peer.run({}, "How long is the pump warranty?", LLMConfig.from_env(max_retries=0))
+    assert_filled(result, peer)
+    assert result.structured_output == ANSWER
+    kinds = [(body.get("response_format") or {}).get("type") for body in peer.requests()]
+    assert kinds[-1] == "json_object" and set(kinds[:-1]) == {"json_schema"}
 
 
 def test_every_orchestrator_is_covered() -> None:

@@ -27,8 +27,8 @@ from xai.core._scenario import ScenarioConfig
 from xai.core._tools import BUILTIN_TOOLS
 from xai.exceptions import ConfigurationError, UsageError
 from xai.logs import get_logger
-from xai.messages import ToolCall, ToolSpec
-from xai.structured import parse, response_format
+from xai.messages import ErrorInfo, ToolCall, ToolSpec
+from xai.structured import fallback_formats, format_refused, parse, response_format
 from xai.tools import MCPServer, Tool, ToolSet
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "on_asyncio",
     "prepare",
     "require",
+    "with_format_fallback",
 ]
 
 _log = get_logger(__name__)
@@ -149,6 +150,36 @@ async def prepare(
         max_tokens=scenario.model.max_tokens,
         max_rounds=scenario.max_rounds,
     )
+
+
+def format_refused_by(exc: BaseException) -> bool:
+    """Whether a peer's request failed because the endpoint refused its ``response_format``
+    (the rule the lightweight orchestrator follows: ``xai.structured.format_refused``)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    status = exc.status_code
+    kind = "BadRequestError" if status in (400, 404, 422) else type(exc).__name__
+    if status >= 500:
+        kind = "ServerError"
+    return format_refused(ErrorInfo(type=kind, message=str(exc), status_code=status))
+
+
+async def with_format_fallback(
+    first: dict[str, Any] | None, attempt: Callable[[dict[str, Any] | None], Awaitable[None]]
+) -> None:
+    """Run ``attempt`` with ``first``; when the endpoint refuses that format, again with the
+    next one (``json_schema`` -> ``json_object`` -> the schema in the prompt alone)."""
+    formats = fallback_formats(first)
+    for n, fmt in enumerate(formats):
+        try:
+            await attempt(fmt)
+            return
+        except Exception as exc:
+            if n == len(formats) - 1 or not format_refused_by(exc):
+                raise
+            _log.warning("run_agent.schema_format_refused", error=str(exc))
 
 
 async def conclude(

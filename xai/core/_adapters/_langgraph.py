@@ -25,6 +25,7 @@ from xai.core._adapters._common import (
     on_asyncio,
     prepare,
     require,
+    with_format_fallback,
 )
 from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
@@ -156,55 +157,56 @@ class LangGraphOrchestrator:
                 "max_tokens": prepared.max_tokens,
             }
             model = ChatOpenAI(**settings)
-            # The format goes as a plain request field: LangChain's own ``response_format``
-            # makes every tool strict (all parameters required), which would change the
-            # tools' schemas, and it parses the answer itself; xai parses and repairs.
-            extra = (
-                {"response_format": prepared.response_format} if prepared.response_format else {}
-            )
-            bound: Any = model.bind_tools(tools) if tools else model
-            if extra:
-                bound = bound.bind(extra_body=extra)
-            system = SystemMessage(prepared.system)
 
-            async def call_model(state: MessagesState) -> dict[str, Any]:
-                return {"messages": [await bound.ainvoke([system, *state["messages"]])]}
+            async def attempt(fmt: dict[str, Any] | None) -> None:
+                # The format goes as a plain request field: LangChain's own
+                # ``response_format`` makes every tool strict (all parameters required),
+                # which would change the tools' schemas, and parses the answer itself.
+                bound: Any = model.bind_tools(tools) if tools else model
+                if fmt is not None:
+                    bound = bound.bind(extra_body={"response_format": fmt})
+                system = SystemMessage(prepared.system)
 
-            graph = StateGraph(MessagesState)
-            graph.add_node("model", call_model)
-            graph.add_edge(START, "model")
-            if tools:
-                graph.add_node("tools", ToolNode(tools))
-                graph.add_conditional_edges("model", tools_condition)
-                graph.add_edge("tools", "model")
-            else:
-                graph.add_edge("model", END)
-            app: Any = graph.compile()
-            # One round is a model step and a tools step; the last model step answers.
-            limit = {"recursion_limit": 2 * prepared.max_rounds + 1}
+                async def call_model(state: MessagesState) -> dict[str, Any]:
+                    return {"messages": [await bound.ainvoke([system, *state["messages"]])]}
 
-            async def turn(messages: list[Any]) -> list[Any]:
-                try:
-                    state = await app.ainvoke({"messages": messages}, config=limit)
-                except GraphRecursionError:
-                    raise RunError(
-                        f"the graph reached its round limit ({prepared.max_rounds} rounds)"
-                    ) from None
-                produced: list[Any] = state["messages"][len(messages) :]
-                result.usage = result.usage + _usage(produced)
-                recorder.name_calls(
-                    [
-                        (m.tool_call_id, str(m.name), _text(m))
-                        for m in produced
-                        if getattr(m, "type", "") == "tool"
-                    ]
-                )
-                return list(state["messages"])
+                graph = StateGraph(MessagesState)
+                graph.add_node("model", call_model)
+                graph.add_edge(START, "model")
+                if tools:
+                    graph.add_node("tools", ToolNode(tools))
+                    graph.add_conditional_edges("model", tools_condition)
+                    graph.add_edge("tools", "model")
+                else:
+                    graph.add_edge("model", END)
+                app: Any = graph.compile()
+                # One round is a model step and a tools step; the last model step answers.
+                limit = {"recursion_limit": 2 * prepared.max_rounds + 1}
 
-            first = await turn([HumanMessage(user_input)])
+                async def turn(messages: list[Any]) -> list[Any]:
+                    try:
+                        state = await app.ainvoke({"messages": messages}, config=limit)
+                    except GraphRecursionError:
+                        raise RunError(
+                            f"the graph reached its round limit ({prepared.max_rounds} rounds)"
+                        ) from None
+                    produced: list[Any] = state["messages"][len(messages) :]
+                    result.usage = result.usage + _usage(produced)
+                    recorder.name_calls(
+                        [
+                            (m.tool_call_id, str(m.name), _text(m))
+                            for m in produced
+                            if getattr(m, "type", "") == "tool"
+                        ]
+                    )
+                    return list(state["messages"])
 
-            async def repair(message: str) -> str | None:
-                again = await turn([*first, HumanMessage(message)])
-                return _text(again[-1])
+                first = await turn([HumanMessage(user_input)])
 
-            await conclude(result, prepared.output, options, _text(first[-1]), repair)
+                async def repair(message: str) -> str | None:
+                    again = await turn([*first, HumanMessage(message)])
+                    return _text(again[-1])
+
+                await conclude(result, prepared.output, options, _text(first[-1]), repair)
+
+            await with_format_fallback(prepared.response_format, attempt)

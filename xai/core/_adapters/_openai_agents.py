@@ -25,6 +25,7 @@ from xai.core._adapters._common import (
     on_asyncio,
     prepare,
     require,
+    with_format_fallback,
 )
 from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
@@ -38,10 +39,11 @@ __all__ = ["OpenAIAgentsOrchestrator"]
 EXTRA = "openai-agents"
 
 
-def _output_schema(agents: Any, prepared: Prepared) -> Any:
-    """The SDK's native output type, carrying xai's schema; validation is left to xai (it
-    parses with one repair, as every orchestrator does), so any text passes here."""
-    fmt = prepared.response_format
+def _output_schema(agents: Any, requested: dict[str, Any] | None) -> Any:
+    """The SDK's native output type, carrying xai's schema (plain text for any other format:
+    the SDK only sends ``json_schema``); validation is left to xai (it parses with one
+    repair, as every orchestrator does), so any text passes here."""
+    fmt = requested if requested and requested.get("type") == "json_schema" else None
 
     class XaiOutputSchema(agents.AgentOutputSchemaBase):  # type: ignore[misc]
         def is_plain_text(self) -> bool:
@@ -140,36 +142,48 @@ class OpenAIAgentsOrchestrator:
         )
         async with client, prepared.tools.open():
             recorder = ToolRecorder(prepared.tools, result)
-            agent = agents.Agent(
-                name="xai",
-                instructions=prepared.system,
-                model=agents.OpenAIChatCompletionsModel(model=config.model, openai_client=client),
-                model_settings=agents.ModelSettings(
-                    temperature=prepared.temperature, max_tokens=prepared.max_tokens
-                ),
-                tools=_tools(agents, recorder),
-                output_type=_output_schema(agents, prepared),
-            )
+            tools = _tools(agents, recorder)
             run_config = agents.RunConfig(tracing_disabled=True)
 
-            async def turn(items: Any) -> Any:
-                done = await agents.Runner.run(
-                    agent, items, max_turns=prepared.max_rounds, run_config=run_config
+            async def attempt(fmt: dict[str, Any] | None) -> None:
+                plain = fmt if fmt and fmt.get("type") != "json_schema" else None
+                agent = agents.Agent(
+                    name="xai",
+                    instructions=prepared.system,
+                    model=agents.OpenAIChatCompletionsModel(
+                        model=config.model, openai_client=client
+                    ),
+                    model_settings=agents.ModelSettings(
+                        temperature=prepared.temperature,
+                        max_tokens=prepared.max_tokens,
+                        extra_body={"response_format": plain} if plain else None,
+                    ),
+                    tools=tools,
+                    output_type=_output_schema(agents, fmt),
                 )
-                used = done.context_wrapper.usage
-                result.usage = result.usage + Usage(
-                    prompt_tokens=used.input_tokens,
-                    completion_tokens=used.output_tokens,
-                    reasoning_tokens=used.output_tokens_details.reasoning_tokens or 0,
-                    cached_tokens=used.input_tokens_details.cached_tokens or 0,
-                    requests=used.requests,
-                )
-                return done
 
-            first = await turn(user_input)
+                async def turn(items: Any) -> Any:
+                    done = await agents.Runner.run(
+                        agent, items, max_turns=prepared.max_rounds, run_config=run_config
+                    )
+                    used = done.context_wrapper.usage
+                    result.usage = result.usage + Usage(
+                        prompt_tokens=used.input_tokens,
+                        completion_tokens=used.output_tokens,
+                        reasoning_tokens=used.output_tokens_details.reasoning_tokens or 0,
+                        cached_tokens=used.input_tokens_details.cached_tokens or 0,
+                        requests=used.requests,
+                    )
+                    return done
 
-            async def repair(message: str) -> str | None:
-                again = await turn([*first.to_input_list(), {"role": "user", "content": message}])
-                return str(again.final_output)
+                first = await turn(user_input)
 
-            await conclude(result, prepared.output, options, str(first.final_output), repair)
+                async def repair(message: str) -> str | None:
+                    again = await turn(
+                        [*first.to_input_list(), {"role": "user", "content": message}]
+                    )
+                    return str(again.final_output)
+
+                await conclude(result, prepared.output, options, str(first.final_output), repair)
+
+            await with_format_fallback(prepared.response_format, attempt)
