@@ -272,3 +272,18 @@ async def test_an_orchestrator_object_is_named_in_the_result() -> None:
 
     result = await arun_agent({"scenario_id": "s"}, "hello", orchestrator=Echo())
     assert (result.answer, result.orchestrator) == ("hello", "Echo")
+
+
+@pytest.mark.backend_agnostic
+def test_reset_puts_the_doubles_settings_back(dify: DifyServer) -> None:
+    dify.mode = "chat"
+    dify.api_key = "app-other"
+    dify.retriever_resources = [{"content": "x"}]
+    dify.push(Reply(text="left over"))
+    dify.reset()
+    assert (dify.mode, dify.api_key, dify.retriever_resources) == (
+        "agent-chat",
+        "app-xai-test-key",
+        [],
+    )
+    assert dify.script.remaining == 0 and dify.chat_requests() == []

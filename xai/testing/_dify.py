@@ -104,6 +104,8 @@ class DifyServer:
         self.max_iterations = max_iterations
         self.host = host
         self.port = port
+        # What `reset` restores: the settings a test may change on a shared double.
+        self._settings = {name: getattr(self, name) for name in _SETTINGS}
         self.requests: list[RecordedRequest] = []
         self.conversations: dict[str, _Conversation] = {}
         self._lock = threading.Lock()
@@ -126,7 +128,11 @@ class DifyServer:
         self.script.add_rule(rule)
 
     def reset(self) -> None:
-        """Forget the script, the recorded requests and the conversations."""
+        """Forget the script, the recorded requests and the conversations, and put the
+        settings (``tools``, ``api_key``, ``mode``, ``retriever_resources``,
+        ``max_iterations``) back as the double was built."""
+        for name, value in self._settings.items():
+            setattr(self, name, value)
         self.script.reset()
         with self._lock:
             self.requests.clear()
@@ -370,6 +376,9 @@ class DifyServer:
                 "metadata": {"usage": usage, "retriever_resources": resources},
             }
         )
+
+
+_SETTINGS = ("tools", "api_key", "mode", "retriever_resources", "max_iterations")
 
 
 def _decoded(arguments: str) -> Any:

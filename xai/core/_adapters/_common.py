@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -115,7 +115,6 @@ class Prepared:
     temperature: float | None
     max_tokens: int | None
     max_rounds: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 async def prepare(
