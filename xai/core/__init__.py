@@ -2,6 +2,10 @@
 if you name one), and ``run_agent(scenario, input) -> AgentResult`` with RAG, tools and
 structured output, built on the Session/Query core."""
 
+from xai.core._adapters import create_orchestrator
+from xai.core._adapters._dify import DifyConfig, DifyOrchestrator
+from xai.core._adapters._langgraph import LangGraphOrchestrator
+from xai.core._adapters._openai_agents import OpenAIAgentsOrchestrator
 from xai.core._ask import agent_directory, ask, ask_sync
 from xai.core._knowledge import MAX_DOCUMENT_BYTES, KnowledgeBase, Reference, chunk_text
 from xai.core._outputs import (
@@ -13,14 +17,8 @@ from xai.core._outputs import (
     RiskAuditReport,
     TicketResponse,
 )
-from xai.core._run import (
-    AgentResult,
-    LightweightOrchestrator,
-    Orchestrator,
-    RunOptions,
-    arun_agent,
-    run_agent,
-)
+from xai.core._result import ORCHESTRATORS, AgentResult, Orchestrator, OrchestratorName, RunOptions
+from xai.core._run import LightweightOrchestrator, arun_agent, run_agent
 from xai.core._scenario import (
     MAX_SCENARIO_BYTES,
     ModelOverrides,
@@ -35,14 +33,20 @@ __all__ = [
     "BUILTIN_TOOLS",
     "MAX_DOCUMENT_BYTES",
     "MAX_SCENARIO_BYTES",
+    "ORCHESTRATORS",
     "OUTPUT_TYPES",
     "AgentResult",
+    "DifyConfig",
+    "DifyOrchestrator",
     "DocumentReviewReport",
     "GeneralAnswer",
     "KnowledgeBase",
+    "LangGraphOrchestrator",
     "LightweightOrchestrator",
     "ModelOverrides",
+    "OpenAIAgentsOrchestrator",
     "Orchestrator",
+    "OrchestratorName",
     "OutputType",
     "QualityReport",
     "RagSettings",
@@ -57,6 +61,7 @@ __all__ = [
     "ask",
     "ask_sync",
     "chunk_text",
+    "create_orchestrator",
     "demo_records",
     "load_scenario",
     "run_agent",

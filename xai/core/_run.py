@@ -13,20 +13,28 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any
 
 import anyio
 import msgspec
 
 from xai.config import LLMConfig, default_home
-from xai.core._knowledge import KnowledgeBase, Reference
+from xai.core._knowledge import KnowledgeBase
 from xai.core._outputs import OUTPUT_TYPES, answer_text
+from xai.core._result import (
+    REPAIR_PROMPT,
+    AgentResult,
+    Orchestrator,
+    OrchestratorName,
+    RunOptions,
+    system_prompt,
+)
 from xai.core._scenario import ScenarioConfig, load_scenario
 from xai.core._tools import BUILTIN_TOOLS
 from xai.events import ToolCallFinished
 from xai.exceptions import UsageError
 from xai.logs import get_logger
-from xai.messages import ToolResult, TurnStatus
+from xai.messages import TurnStatus
 from xai.providers import OpenAIProvider, Provider
 from xai.query import QueryConfig
 from xai.session import Session, SessionConfig, SystemPrompt
@@ -45,55 +53,6 @@ __all__ = [
 _log = get_logger(__name__)
 
 
-class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
-    document_ids: list[str] | None = None
-    """Restrict retrieval to these documents (default: all of the scenario's)."""
-    knowledge_dir: str | None = None
-    """Where the knowledge base lives (default: ``$XAI_HOME/knowledge``)."""
-    schema_format: bool = True
-    """Ask for a schema-constrained ``response_format`` (falls back to instructions if refused)."""
-    repair: bool = True
-    """Show the model its parse error once and let it answer again."""
-    timeout: float = 300.0
-
-
-class AgentResult(msgspec.Struct, kw_only=True):
-    answer: str = ""
-    structured_output: dict[str, Any] | None = None
-    references: list[Reference] = msgspec.field(default_factory=list)
-    tool_calls: list[ToolResult] = msgspec.field(default_factory=list)
-    raw_output: str = ""
-    model_name: str = ""
-    latency_ms: float = 0.0
-    status: Literal["success", "failed"] = "success"
-    error: str | None = None
-
-
-@runtime_checkable
-class Orchestrator(Protocol):
-    """Anything that turns a scenario and an input into an ``AgentResult`` (never raising)."""
-
-    async def run(
-        self, scenario: ScenarioConfig, user_input: str, options: RunOptions
-    ) -> AgentResult: ...
-
-
-def _system_prompt(scenario: ScenarioConfig, references: list[Reference], output: Any) -> str:
-    parts = [scenario.instructions.strip()]
-    if references:
-        listing = "\n".join(
-            f"[{n}] ({r.source_file}) {r.content}" for n, r in enumerate(references, start=1)
-        )
-        parts.append("Use this knowledge where it helps and cite it as [n]:\n" + listing)
-    elif scenario.rag.enabled:
-        parts.append("No knowledge was found for this question: say so if it matters.")
-    schema = msgspec.json.encode(msgspec.json.schema(output)).decode()
-    parts.append(
-        f"Answer with one JSON object matching this JSON schema, and nothing else:\n{schema}"
-    )
-    return "\n\n".join(parts)
-
-
 class LightweightOrchestrator:
     """The default orchestrator: xai's own Session and Query, Chroma for knowledge."""
 
@@ -105,7 +64,9 @@ class LightweightOrchestrator:
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions
     ) -> AgentResult:
         started = time.perf_counter()
-        result = AgentResult(model_name=scenario.model.model or self.provider.model)
+        result = AgentResult(
+            model_name=scenario.model.model or self.provider.model, orchestrator="lightweight"
+        )
         try:
             with anyio.fail_after(options.timeout):
                 await self._run(scenario, user_input, options, result)
@@ -140,7 +101,7 @@ class LightweightOrchestrator:
             temperature=scenario.model.temperature,
             response_format=response_format(output) if options.schema_format else None,
         )
-        system = SystemPrompt(instructions=_system_prompt(scenario, result.references, output))
+        system = SystemPrompt(instructions=system_prompt(scenario, result.references, output))
         _, status, error = await self._converse(
             tools, query, system, user_input, output, options, result
         )
@@ -187,9 +148,7 @@ class LightweightOrchestrator:
                 parsed = parse(outcome.text, output)
                 if not parsed.ok and options.repair:
                     retry = await session.send(
-                        f"That answer was not valid JSON for the schema ({parsed.error}). "
-                        "Reply again with the JSON object only.",
-                        origin="system",
+                        REPAIR_PROMPT.format(error=parsed.error), origin="system"
                     )
                     if retry.status is TurnStatus.COMPLETED:
                         result.raw_output = retry.text
@@ -200,6 +159,7 @@ class LightweightOrchestrator:
                 else:
                     result.answer = outcome.text
                     result.error = f"structured output: {parsed.error}"
+            result.usage = result.usage + session.usage
         while (event := events.get_nowait()) is not None:
             if isinstance(event.event, ToolCallFinished):
                 result.tool_calls.append(event.event.result)
@@ -215,11 +175,16 @@ async def arun_agent(
     orchestrator: Orchestrator | None = None,
     provider: Provider | None = None,
     knowledge: KnowledgeBase | None = None,
+    llm: LLMConfig | None = None,
 ) -> AgentResult:
     """``run_agent`` for code that already runs an event loop.
 
-    An invalid scenario raises ``ScenarioError`` (a usage error naming the
-    field); everything that fails at run time comes back as ``failed``.
+    The orchestrator is ``options.orchestrator``, else the scenario's ``orchestrator``
+    (``lightweight`` by default); an ``orchestrator`` object given here wins over both.
+    ``provider`` is the model of the ``lightweight`` orchestrator; the peers build their own
+    client from ``llm`` (default: the ``LLM_*`` environment). An invalid scenario raises
+    ``ScenarioError`` (a usage error naming the field); everything that fails at run time,
+    a peer's missing extra included, comes back as ``failed``.
     """
     scenario = load_scenario(scenario_config)
     opts = (
@@ -228,16 +193,19 @@ async def arun_agent(
         else msgspec.convert(dict(options or {}), RunOptions)
     )
     if orchestrator is not None:
-        return await orchestrator.run(scenario, user_input, opts)
+        result = await orchestrator.run(scenario, user_input, opts)
+        result.orchestrator = result.orchestrator or type(orchestrator).__name__
+        return result
+    name: OrchestratorName = opts.orchestrator or scenario.orchestrator
     owned: OpenAIProvider | None = None
     try:
-        if provider is None:
+        if name == "lightweight" and provider is None:
             config = LLMConfig.from_env()
             if scenario.model.model:
                 config = msgspec.structs.replace(config, model=scenario.model.model)
             owned = provider = OpenAIProvider(config)
     except UsageError as exc:
-        return AgentResult(status="failed", error=f"{type(exc).__name__}: {exc}")
+        return AgentResult(status="failed", error=f"{type(exc).__name__}: {exc}", orchestrator=name)
     owned_knowledge: KnowledgeBase | None = None
     try:
         if knowledge is None and scenario.rag.enabled:
@@ -245,7 +213,14 @@ async def arun_agent(
                 Path(opts.knowledge_dir) if opts.knowledge_dir else default_home() / "knowledge"
             )
             knowledge = owned_knowledge = await anyio.to_thread.run_sync(KnowledgeBase, directory)
-        return await LightweightOrchestrator(provider, knowledge).run(scenario, user_input, opts)
+        if name == "lightweight":
+            assert provider is not None
+            runner: Orchestrator = LightweightOrchestrator(provider, knowledge)
+        else:
+            from xai.core._adapters import create_orchestrator
+
+            runner = create_orchestrator(name, llm=llm, knowledge=knowledge)
+        return await runner.run(scenario, user_input, opts)
     finally:
         if owned is not None:
             await owned.aclose()

@@ -10,6 +10,7 @@ import msgspec
 
 from xai._reading import MiB, decode_json, decode_yaml, read_capped
 from xai.core._outputs import OutputType
+from xai.core._result import OrchestratorName
 from xai.exceptions import ConfigurationError, ScenarioError
 from xai.tools import MCPServerConfig
 
@@ -54,6 +55,9 @@ class ScenarioConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     output_type: OutputType = "general_answer"
     model: ModelOverrides = ModelOverrides()
     max_rounds: Annotated[int, msgspec.Meta(ge=1, le=50)] = 6
+    orchestrator: OrchestratorName = "lightweight"
+    """Who runs the loop: ``lightweight`` (xai's Session/Query), ``openai-agents``,
+    ``langgraph`` or ``dify`` (each peer behind its extra; see docs/adapters.md)."""
 
 
 def _where(exc: msgspec.ValidationError) -> str:

@@ -14,6 +14,7 @@ import msgspec
 
 from xai._reading import MiB, decode_json, read_capped, read_text_capped
 from xai.config import is_plain_name
+from xai.core import OrchestratorName
 from xai.exceptions import ConfigurationError, InputError
 from xai.tools import MCPServerConfig
 
@@ -58,6 +59,8 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True):
     auto_prompt_map: dict[str, list[str]] = msgspec.field(default_factory=dict)
     mcp_servers: list[MCPServerConfig] = msgspec.field(default_factory=list)
     """MCP servers whose tools join the toolset (integrated mode; a fixture run replays)."""
+    orchestrator: OrchestratorName = "lightweight"
+    """Who runs the loop: xai's Session (``lightweight``) or a peer (docs/adapters.md)."""
 
 
 # field -> (type, default). Validated one by one so that every problem is reported.
@@ -81,6 +84,7 @@ _FIELDS: dict[str, tuple[Any, Any]] = {
     "prompt_templates": (dict[str, str], {}),
     "auto_prompt_map": (dict[str, list[str]], {}),
     "mcp_servers": (list[MCPServerConfig], []),
+    "orchestrator": (OrchestratorName, "lightweight"),
 }
 
 
@@ -172,6 +176,22 @@ def validate_input(
             problems.append("fixture_dir: fixture mode needs a fixture folder (or --fixture)")
         elif not resolve("fixture_dir", fixture_dir).is_dir():
             problems.append(f"fixture_dir: {resolve('fixture_dir', fixture_dir)} is not a folder")
+    if values["orchestrator"] != "lightweight":
+        # A peer answers each input with one run_agent call: the Session's features stay
+        # with the lightweight orchestrator.
+        peer = values["orchestrator"]
+        for field, default in (
+            ("execution_mode", "integrated"),
+            ("prompt_mode", "single"),
+            ("save_memory", "none"),
+            ("use_global_memory", False),
+            ("selected_memory_ids", []),
+        ):
+            if values[field] != default:
+                problems.append(
+                    f"{field}: the {peer!r} orchestrator runs with {field} {default!r} only "
+                    "(the Session's features stay with 'lightweight')"
+                )
     if problems:
         raise InputError(origin, problems)
     return RunInput(
@@ -193,6 +213,7 @@ def validate_input(
         prompt_templates=templates,
         auto_prompt_map=values["auto_prompt_map"],
         mcp_servers=values["mcp_servers"],
+        orchestrator=values["orchestrator"],
     )
 
 

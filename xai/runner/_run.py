@@ -10,7 +10,6 @@ memory goes through an Agent (``RunnerMemory``).
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +30,7 @@ from xai.query import QueryConfig
 from xai.runner._fixture import load_fixture
 from xai.runner._input import RunInput
 from xai.runner._memory import RunnerMemory, memory_agent_dir
+from xai.runner._report import RunReport, append_line
 from xai.runner._templates import choose_template
 from xai.runner._trace import TurnTrace, turns_of
 from xai.session import (
@@ -46,17 +46,6 @@ from xai.tools import MCPServer, ToolSet
 __all__ = ["RunReport", "run_input", "write_atomic"]
 
 CHECKPOINT = ".checkpoint"
-
-
-class RunReport(msgspec.Struct, kw_only=True):
-    conversation_id: str
-    status: str
-    outdir: str
-    answer: str = ""
-    error: str | None = None
-    llm_calls: int = 0
-    duration_ms: float = 0.0
-    resumed: bool = False
 
 
 class _SessionRun(msgspec.Struct, kw_only=True):
@@ -97,13 +86,6 @@ class _SessionRun(msgspec.Struct, kw_only=True):
     @property
     def interrupted_turns(self) -> list[int]:
         return [t.turn for t in self.turns if t.interruptions]
-
-
-def _append_line(path: Path, record: Any) -> None:
-    with path.open("ab") as f:
-        f.write(msgspec.json.encode(record) + b"\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _messages(system: SystemMessage | None, history: list[Message]) -> list[dict[str, Any]]:
@@ -304,6 +286,10 @@ async def run_input(
 
     ``memory`` holds the Agents of the memories (``run_batch`` shares one across its
     runs); without it the run opens and closes its own."""
+    if inp.orchestrator != "lightweight":
+        from xai.runner._peer import run_with_peer
+
+        return await run_with_peer(inp, outdir, progress=progress)
     if memory is None:
         async with RunnerMemory(home) as own_memory:
             return await run_input(
@@ -364,6 +350,7 @@ async def run_input(
         "status": "success" if all(r.ok for r in runs.values()) else "failed",
         "error": main.error,
         "execution_mode": inp.execution_mode,
+        "orchestrator": inp.orchestrator,
         "prompt_mode": inp.prompt_mode,
         "template_used": names[0] if len(names) == 1 else None,
         "tool_rounds_used": sum(t.rounds for t in main.turns),
@@ -420,7 +407,7 @@ async def run_input(
         resumed=resumed,
     )
     await anyio.to_thread.run_sync(
-        _append_line,
+        append_line,
         outdir / "runtime_log.jsonl",
         {**msgspec.to_builtins(report), "at": time.time()},
     )

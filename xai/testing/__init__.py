@@ -1,9 +1,10 @@
-"""Test doubles that ship with xai: a scripted provider, a real OpenAI-wire server, a network
-guard, and ``demo_model``, the scripted model of ``xai demo`` (loaded on first use: it knows
+"""Test doubles that ship with xai: a scripted provider, a real OpenAI-wire server, a Dify app
+double, a network guard, and ``demo_model``, the scripted model of ``xai demo`` (loaded on first use: it knows
 the Session's and the memory's prompts, which plain doubles do not need)."""
 
 from typing import TYPE_CHECKING, Any
 
+from xai.testing._dify import DifyServer
 from xai.testing._guard import NetworkBlockedError, block_network
 from xai.testing._render import hash_embedding
 from xai.testing._script import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Delay",
+    "DifyServer",
     "DropConnection",
     "Fault",
     "HttpError",
