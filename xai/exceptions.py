@@ -11,6 +11,7 @@ retry may help.
     │   │   └── AgentLockedError    another process runs that Agent directory (directory, pid)
     │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
+    │   ├── LifecycleError          an actor asked to move between states it cannot (state, target)
     │   └── SessionClosedError      input sent to a Session that is closing or closed
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
@@ -45,6 +46,7 @@ __all__ = [
     "EventsExpiredError",
     "JournalError",
     "LedgerGapError",
+    "LifecycleError",
     "MCPServerError",
     "MalformedStreamError",
     "MemoryUnavailableError",
@@ -110,6 +112,17 @@ class AgentBusyError(UsageError):
 
 class ToolDefinitionError(UsageError):
     """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
+
+
+class LifecycleError(UsageError):
+    """An actor was asked to move from lifecycle state ``state`` to ``target``, a move its
+    state machine does not allow (``actor`` names it, e.g. ``session 1a2b``)."""
+
+    def __init__(self, actor: str, state: str, target: str) -> None:
+        super().__init__(f"{actor} cannot go from {state!r} to {target!r}")
+        self.actor = actor
+        self.state = state
+        self.target = target
 
 
 class SessionClosedError(UsageError):

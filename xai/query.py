@@ -158,10 +158,16 @@ class CancelToken:
         if self._scope is not None:
             self._scope.cancel()
 
-    def _bind(self, scope: anyio.CancelScope) -> None:
+    def attach(self, scope: anyio.CancelScope) -> None:
+        """The Query's side: from now on ``cancel()`` cancels ``scope`` (at once if it was
+        cancelled already)."""
         self._scope = scope
         if self._requested:
             scope.cancel()
+
+    def detach(self) -> None:
+        """The Query's side: its run is over, ``cancel()`` reaches nothing any more."""
+        self._scope = None
 
 
 class Query:
@@ -303,7 +309,7 @@ class _Run:
         outcome: tuple[StopReason, ErrorInfo | None] | None = None
         scope = anyio.CancelScope()
         if token is not None:
-            token._bind(scope)
+            token.attach(scope)
         try:
             with scope:
                 outcome = await self.loop()
@@ -319,7 +325,7 @@ class _Run:
             outcome = (StopReason.ERROR, ErrorInfo.from_exception(exc))
         finally:
             if token is not None:
-                token._scope = None
+                token.detach()
         if outcome is None:  # our own scope was cancelled through the token
             return await self.wind_up(StopReason.CANCELLED, None)
         return await self.finish(*outcome)

@@ -6,6 +6,11 @@ fsync policy says. At the close it writes its last word: ``closed``, or
 ``closing`` while memory candidates the owner has not acknowledged remain; an
 acknowledgement that comes after the close is appended to the file, and the
 last one completes the close.
+
+It keeps the journal's running totals (``JournalTotals``: usage by day, turns,
+the close) as it writes, and saves them beside the journal at the end of each
+turn and at the close, in the worker thread of the journal's sync: readers get a
+Session's usage without parsing its journal (``JournalView.read_totals``).
 """
 
 from __future__ import annotations
@@ -15,18 +20,17 @@ from pathlib import Path
 
 from xai.logs import get_logger
 from xai.messages import CloseReason
-from xai.session._journal import (
+from xai.session._journal import Journal, append_records, now
+from xai.session._records import (
     JOURNAL_FILE,
     ClosedRecord,
     ClosingRecord,
     FsyncPolicy,
     HeaderRecord,
-    Journal,
     Record,
     ReportedRecord,
-    append_records,
-    now,
 )
+from xai.session._totals import JournalTotals, read_totals, write_totals
 
 __all__ = ["Recorder"]
 
@@ -40,7 +44,7 @@ class Recorder:
     (also when reopened from such a journal).
     """
 
-    __slots__ = ("_exists", "_header", "fsync", "journal", "path", "unclosed")
+    __slots__ = ("_exists", "_header", "fsync", "journal", "path", "totals", "unclosed")
 
     def __init__(
         self,
@@ -50,6 +54,7 @@ class Recorder:
         *,
         exists: bool,
         unclosed: CloseReason | None,
+        totals: JournalTotals | None = None,
     ) -> None:
         self.path = directory / JOURNAL_FILE if directory is not None else None
         self.fsync: FsyncPolicy = fsync
@@ -57,15 +62,39 @@ class Recorder:
         self.unclosed = unclosed
         self._header = header
         self._exists = exists  # the file has its header
+        self.totals = totals
+        """The journal's running totals (``None`` until it is opened, or without one)."""
 
     def open(self) -> Journal | None:
         """The open journal, opened now if need be (``None`` without a directory)."""
         if self.journal is None and self.path is not None:
-            self.journal = Journal(self.path, fsync=self.fsync)
             if not self._exists:
-                self.journal.append(self._header())
+                header = self._header()
+                self.totals = JournalTotals.start(header, 0)
+                self.journal = self._open(self.totals)
+                self.journal.append(header)
                 self._exists = True
+            else:
+                if self.totals is None:  # reopened without the journal's totals: read them
+                    self.totals = read_totals(self.path.parent)
+                self.journal = self._open(self.totals)
         return self.journal
+
+    def _open(self, totals: JournalTotals | None) -> Journal:
+        assert self.path is not None
+        tally = totals.absorb if totals is not None else None
+        return Journal(self.path, fsync=self.fsync, on_append=tally)
+
+    def save_totals(self) -> None:
+        """Write the running totals beside the journal (a cache of it: a failure is only
+        logged, readers then read the journal's tail)."""
+        totals, path = self.totals, self.path
+        if totals is None or path is None:
+            return
+        try:
+            write_totals(path.parent, totals)
+        except OSError as exc:
+            _log.warning("session.totals_not_saved", error=str(exc))
 
     @property
     def exists(self) -> bool:
@@ -86,12 +115,19 @@ class Recorder:
             await self.journal.sync()
 
     async def sync_turn(self) -> None:
-        if self.journal is not None and self.fsync == "turn":
-            await self.journal.sync()
+        """The end of a turn: sync if the policy syncs turns, and save the totals."""
+        journal = self.journal
+        if journal is None:
+            return
+        if self.fsync == "turn":
+            await journal.sync(then=self.save_totals)
+        else:
+            self.save_totals()
 
     async def sync(self) -> None:
+        """Sync now (unless the policy is ``off``), and save the totals."""
         if self.journal is not None:
-            await self.journal.sync()
+            await self.journal.sync(then=self.save_totals)
 
     def last_word(self, reason: CloseReason, *, waiting: int, hooks_took_all: bool) -> None:
         """``closed``, or ``closing`` while ``waiting`` candidates wait for an acknowledgement
