@@ -47,7 +47,8 @@ def test_every_move_is_checked_against_the_diagram() -> None:
 
 
 def test_the_state_is_still_a_string() -> None:
-    assert S.RUNNING == "running" and f"{S.CLOSED}" == "closed"
+    state: str = S.RUNNING  # what code comparing ``session.state`` with a string sees
+    assert state == "running" and f"{S.CLOSED}" == "closed"
     assert [s.value for s in S] == [
         "new",
         "running",
