@@ -18,8 +18,18 @@ from xai.messages import (
     Usage,
     UserMessage,
 )
-from xai.session import JOURNAL_FILE, JournalView, Session, SystemPrompt, read_journal
+from xai.session import (
+    JOURNAL_FILE,
+    FsyncPolicy,
+    JournalTotals,
+    JournalView,
+    Session,
+    SessionConfig,
+    SystemPrompt,
+    read_journal,
+)
 from xai.session._journal import Journal, append_records
+from xai.session._recorder import SAVE_EVERY
 from xai.session._records import (
     AcceptedRecord,
     ClosedRecord,
@@ -217,8 +227,9 @@ def counting_decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 async def test_a_sessions_totals_are_kept_as_its_journal_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The writer keeps the totals as it appends; a reader gets them without parsing one
-    line of the journal, and they are what a full replay adds up to."""
+    """The writer keeps the totals as it appends and saves them at the close; a reader then
+    gets them without parsing one line of the journal, and they are what a full replay
+    adds up to."""
     provider = ScriptedProvider(
         [
             Reply(text="one", usage={"prompt_tokens": 10, "completion_tokens": 2}),
@@ -230,9 +241,10 @@ async def test_a_sessions_totals_are_kept_as_its_journal_is_written(
         await session.send("Hello there")
         today[0] = MONDAY + DAY
         await session.send("Next day", origin="agent")
-        calls = counting_decodes(monkeypatch)
-        live = JournalView.read_totals(tmp_path)  # written at the end of the turn
-        assert calls == [0] and live is not None and live.turns == 2 and live.closed is None
+        live = JournalView.read_totals(tmp_path)  # not saved yet: folded from the journal
+        assert live == JournalView.read(tmp_path / JOURNAL_FILE).totals
+        assert live is not None and live.turns == 2 and live.closed is None
+    calls = counting_decodes(monkeypatch)
     totals = JournalView.read_totals(tmp_path)
     assert calls == [0], "the totals were re-read from the journal"
     assert totals is not None and (tmp_path / TOTALS_FILE).is_file()
@@ -241,6 +253,36 @@ async def test_a_sessions_totals_are_kept_as_its_journal_is_written(
     assert (totals.origin, totals.label, totals.turns) == ("user", "Hello there", 2)
     assert totals.usage == session.usage and totals.usage.prompt_tokens == 30
     assert totals.days == {"2023-11-15": spent(10, 2), "2023-11-16": spent(20, 3)}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fsync", ["turn", "off"])
+async def test_a_long_running_session_saves_its_totals_as_its_journal_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: FsyncPolicy
+) -> None:
+    """A reader of a Session that runs for long decodes at most the last ``SAVE_EVERY``
+    bytes of its journal, never all of it."""
+    answer = "x" * (SAVE_EVERY // 3)
+    provider = ScriptedProvider([Reply(text=answer)] * 8)
+    config = SessionConfig(fsync=fsync)
+    async with Session(provider, directory=tmp_path, config=config) as session:
+        for number in range(8):
+            await session.send(f"turn {number}")
+            calls = counting_decodes(monkeypatch)
+            totals = JournalView.read_totals(tmp_path)
+            assert totals == JournalView.read(tmp_path / JOURNAL_FILE).totals
+            assert totals is not None and totals.turns == number + 1
+            unsaved = totals.journal_bytes - json_length(tmp_path)
+            assert unsaved < SAVE_EVERY + len(answer) * 2, "the totals were not saved"
+            assert calls[0] <= 3 * 4, "more than the unsaved turns were decoded"
+
+
+def json_length(directory: Path) -> int:
+    """The journal length the saved totals account for (0 when none are saved)."""
+    path = directory / TOTALS_FILE
+    if not path.is_file():
+        return 0
+    return msgspec.json.decode(path.read_bytes(), type=JournalTotals).journal_bytes
 
 
 def test_totals_fold_only_what_the_journal_gained_since(

@@ -3,13 +3,17 @@
 Reading every journal to learn what each Session spent costs a full parse per
 Session per request. Instead the journal's writer folds every record it
 appends into ``JournalTotals`` and, at the end of each turn and at the close,
-writes them beside the journal (``totals.json``, atomically) together with the
-journal's length they account for. A reader (``read_totals``) takes them as they
+writes them beside the journal (``totals.json``) together with the journal's
+length they account for. A reader (``read_totals``) takes them as they
 are when the journal has that length, folds only the tail when the journal has
 grown since (a record appended after the close, a kill before the next
 checkpoint), and folds the whole journal when the file is missing or does not
-match. So the sidecar is a cache of the journal, never a second truth: it needs
-no fsync of its own, and nothing is lost when it is.
+match (or is torn: a kill in the middle of its write). So the sidecar is a cache
+of the journal, never a second truth: it needs no fsync and no atomic rename of
+its own, and nothing is lost when it is. It is rewritten in place, padded with
+blanks to the length it had, because a rename costs more than the rest of a
+turn's journaling: 0.66 ms of CPU per write+rename against 0.006 ms for
+open/pwrite/close, measured on ext4 in this project's container.
 """
 
 from __future__ import annotations
@@ -106,12 +110,21 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(JournalTotals).decode
 
 
-def write_totals(directory: Path, totals: JournalTotals) -> None:
-    """Replace ``totals.json`` atomically (no fsync: it is a cache, see the module)."""
-    path = directory / TOTALS_FILE
-    tmp = directory / f".{TOTALS_FILE}.tmp"
-    tmp.write_bytes(_encode(totals))
-    os.replace(tmp, path)
+def write_totals(directory: Path, totals: JournalTotals, *, pad_to: int | None = None) -> int:
+    """Write ``totals.json`` in place (a cache, see the module) and return its length.
+    ``pad_to``: the length the file has (blanks fill the rest); ``None`` truncates it first."""
+    data = _encode(totals)
+    flags = os.O_WRONLY | os.O_CREAT
+    if pad_to is None:
+        flags |= os.O_TRUNC
+    elif len(data) < pad_to:
+        data = data.ljust(pad_to)
+    fd = os.open(directory / TOTALS_FILE, flags, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+    finally:
+        os.close(fd)
+    return len(data)
 
 
 def read_totals(directory: Path) -> JournalTotals | None:
