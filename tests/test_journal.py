@@ -368,7 +368,8 @@ def test_the_view_keeps_every_turn_as_recorded_compaction_and_repairs_included(
     assert first.outcome is not None and first.outcome.status is TurnStatus.COMPLETED
     assert [m.id for m in second.messages] == ["a2", repaired.id]
     assert [o.status for o in second.outcomes] == [TurnStatus.INTERRUPTED]
-    assert third.input is None and third.outcome is None and view.open_turn == 3
+    assert third.input is None and third.status is None and view.open_turn == 3
+    assert second.status is TurnStatus.INTERRUPTED
     assert [m.id for m in view.record] == ["u1", "a1", "u2", "a2", repaired.id]
     assert [m.id for m in view.inputs] == ["u1", "u2"]
     assert len(view.history) == 2  # what the next request sees: after the compaction

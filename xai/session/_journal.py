@@ -53,6 +53,7 @@ from xai.messages import (
     MemoryCandidate,
     Message,
     TurnOutcome,
+    TurnStatus,
     Usage,
     UserMessage,
 )
@@ -191,6 +192,11 @@ class TurnView(msgspec.Struct, kw_only=True):
     def outcome(self) -> TurnOutcome | None:
         """How the turn ended (the last end recorded); ``None``: it never ended."""
         return self.outcomes[-1] if self.outcomes else None
+
+    @property
+    def status(self) -> TurnStatus | None:
+        """The last end's status (``None``: the turn never ended: the process died in it)."""
+        return self.outcomes[-1].status if self.outcomes else None
 
 
 class JournalView(msgspec.Struct, kw_only=True):
