@@ -11,15 +11,9 @@ import msgspec
 
 from xai.events import AgentEvent, SessionEvent
 from xai.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
-from xai.session import (
-    COMPACTION_MARKER,
-    EXTRACTION_MARKER,
-    CompactedRecord,
-    InputRecord,
-    MessageRecord,
-    Subscription,
-    read_records,
-)
+from xai.session import COMPACTION_MARKER, EXTRACTION_MARKER, Subscription
+from xai.session._journal import read_records
+from xai.session._records import CompactedRecord, InputRecord, MessageRecord
 from xai.testing import Reply
 
 _USER_LINE = re.compile(r"^\[(\w+)\] USER: (.*)$", re.MULTILINE)

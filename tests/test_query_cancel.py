@@ -97,3 +97,38 @@ async def test_cancel_while_a_finished_tool_result_waits_for_the_channel() -> No
     assert seen == list(result.messages)
     assert_valid_history(seen)
     assert any(isinstance(m, ToolMessage) and not m.synthetic for m in seen)
+
+
+async def test_a_token_cancel_returns_when_nobody_reads_the_channel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Old: after ``token.cancel()`` the exit path awaited ``channel.send`` with no bound, so a
+    Query whose channel's reader had stopped never returned (a cancel from outside was bounded).
+    Now both paths bound the channel; the observers still see every message and ``QueryDone``."""
+    monkeypatch.setattr("xai.query._CLEANUP_SECONDS", 0.2)  # the bound, shortened for the test
+    provider = ScriptedProvider(
+        [Reply(tool_calls=(ScriptedCall(name="add", arguments={"a": 1, "b": 2}, id="c1"),))]
+    )
+    send, receive = anyio.create_memory_object_stream[QueryEvent](0)  # nobody ever reads
+    token = CancelToken()
+    seen: list[QueryEvent] = []
+    results: list[QueryResult] = []
+
+    async def run() -> None:
+        query = Query(provider, tools=[add])
+        results.append(
+            await query.run([], "go", observers=[seen.append], channel=send, cancel=token)
+        )
+
+    with anyio.fail_after(30):  # the old code waited here for ever
+        async with send, receive, anyio.create_task_group() as group:
+            group.start_soon(run)
+            await anyio.wait_all_tasks_blocked()  # the Query waits on the channel
+            assert send.statistics().tasks_waiting_send == 1
+            token.cancel()
+    (result,) = results
+    assert result.stop_reason is StopReason.CANCELLED
+    assert_valid_history(result.messages)
+    assert isinstance(seen[-1], QueryDone) and seen[-1].result == result
+    told = [e.message for e in seen if isinstance(e, MessageCommitted)]
+    assert told == list(result.messages)

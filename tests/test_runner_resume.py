@@ -29,13 +29,10 @@ from xai.runner._trace import turns_of
 from xai.session import (
     JOURNAL_FILE,
     FinalizingContext,
-    InputRecord,
-    MessageRecord,
-    Record,
     Session,
     SessionConfig,
     SystemPrompt,
-    TurnEndRecord,
+    TurnView,
     read_journal,
 )
 from xai.testing import (
@@ -156,12 +153,13 @@ async def test_a_crash_in_a_continued_turn_is_never_reported_as_a_clean_success(
 def test_an_unanswered_call_makes_the_turn_interrupted_and_the_run_failed() -> None:
     """Whatever journal the trace is built from, a call with no result is no success."""
     call = ToolCall(id="c1", name="slow_lookup", arguments="{}")
-    records: list[Record] = [
-        InputRecord(turn=1, message=UserMessage(content="q")),
-        MessageRecord(turn=1, message=AssistantMessage(content="", tool_calls=(call,))),
-        TurnEndRecord(outcome=TurnOutcome(turn=1, status=TurnStatus.COMPLETED)),
-    ]
-    (turn,), _ = turns_of(records)
+    recorded = TurnView(
+        turn=1,
+        input=UserMessage(content="q"),
+        messages=[AssistantMessage(content="", tool_calls=(call,))],
+        outcomes=[TurnOutcome(turn=1, status=TurnStatus.COMPLETED)],
+    )
+    (turn,) = turns_of([recorded])
     assert turn.status is TurnStatus.INTERRUPTED and turn.error is not None
     assert "c1" in turn.error and turn.tool_calls[0].success is False
 

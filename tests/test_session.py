@@ -497,7 +497,7 @@ async def test_cancelling_the_parent_cancels_the_child(
             assert session.cancel()
             outcome = await handle
         (child,) = children
-        child_outcome = child._history[-1]
+        child_outcome = child.history[-1]
         await child.close()
     assert outcome.status is TurnStatus.CANCELLED
     assert isinstance(child_outcome, AssistantMessage) and child_outcome.interrupted

@@ -13,6 +13,7 @@ retry may help.
     │   ├── InputError              a runner input file that cannot run (path)
     │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
+    │   ├── LifecycleError          an actor asked to move between states it cannot (state, target)
     │   ├── NotRunningError         asked of an Agent, host or Session that is not running
     │   │   ├── AgentNotRunningError  the Agent is not started, or closing or closed (agent_id)
     │   │   └── SessionClosedError  input sent to a Session that is closing or closed
@@ -60,6 +61,7 @@ __all__ = [
     "InputError",
     "JournalError",
     "LedgerGapError",
+    "LifecycleError",
     "MCPServerError",
     "MalformedStreamError",
     "MemoryUnavailableError",
@@ -143,6 +145,17 @@ class InputError(UsageError):
 
 class ToolDefinitionError(UsageError):
     """A Python callable cannot be turned into a tool (e.g. an unannotated parameter)."""
+
+
+class LifecycleError(UsageError):
+    """An actor was asked to move from lifecycle state ``state`` to ``target``, a move its
+    state machine does not allow (``actor`` names it, e.g. ``session 1a2b``)."""
+
+    def __init__(self, actor: str, state: str, target: str) -> None:
+        super().__init__(f"{actor} cannot go from {state!r} to {target!r}")
+        self.actor = actor
+        self.state = state
+        self.target = target
 
 
 class NotRunningError(UsageError):

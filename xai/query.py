@@ -158,10 +158,16 @@ class CancelToken:
         if self._scope is not None:
             self._scope.cancel()
 
-    def _bind(self, scope: anyio.CancelScope) -> None:
+    def attach(self, scope: anyio.CancelScope) -> None:
+        """The Query's side: from now on ``cancel()`` cancels ``scope`` (at once if it was
+        cancelled already)."""
         self._scope = scope
         if self._requested:
             scope.cancel()
+
+    def detach(self) -> None:
+        """The Query's side: its run is over, ``cancel()`` reaches nothing any more."""
+        self._scope = None
 
 
 class Query:
@@ -276,15 +282,21 @@ class _Run:
             except Exception:
                 _log.exception("query.observer_failed", observer=repr(observer))
 
-    async def commit(self, message: Message) -> None:
-        # Recorded before anyone is told, so a cancel while publishing cannot lose it.
+    def record(self, message: Message) -> None:
         self.history.append(message)
         self.produced.append(message)
+
+    async def commit(self, message: Message) -> None:
+        # Recorded before anyone is told, so a cancel while publishing cannot lose it.
+        self.record(message)
         await self.announce(message)
+
+    def committed(self, message: Message) -> MessageCommitted:
+        return MessageCommitted(query_id=self.query_id, round=self.round, message=message)
 
     async def announce(self, message: Message) -> None:
         """``MessageCommitted`` for a produced message, to whoever has not had it yet."""
-        event = MessageCommitted(query_id=self.query_id, round=self.round, message=message)
+        event = self.committed(message)
         if message.id not in self.observed:
             self.observed.add(message.id)
             self.observe(event)
@@ -297,33 +309,29 @@ class _Run:
         outcome: tuple[StopReason, ErrorInfo | None] | None = None
         scope = anyio.CancelScope()
         if token is not None:
-            token._bind(scope)
+            token.attach(scope)
         try:
             with scope:
                 outcome = await self.loop()
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside: keep the contract, then let the cancellation go on.
-            # Bounded: a full channel nobody reads must not turn a cancel into a hang
-            # (observers are called first and always see QueryDone).
-            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                await self.salvage()
-                await self.finish(StopReason.CANCELLED, None)
+            await self.wind_up(StopReason.CANCELLED, None)
             raise
         except Exception as exc:
             _log.exception("query.crashed")
+            self.settle()
             with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                 await self.salvage()
             outcome = (StopReason.ERROR, ErrorInfo.from_exception(exc))
         finally:
             if token is not None:
-                token._scope = None
+                token.detach()
         if outcome is None:  # our own scope was cancelled through the token
-            await self.salvage()
-            outcome = (StopReason.CANCELLED, None)
+            return await self.wind_up(StopReason.CANCELLED, None)
         return await self.finish(*outcome)
 
-    async def finish(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
-        result = QueryResult(
+    def result(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
+        return QueryResult(
             query_id=self.query_id,
             stop_reason=stop,
             messages=tuple(self.produced),
@@ -332,38 +340,66 @@ class _Run:
             error=error,
             last_prompt_tokens=self.last_prompt_tokens,
         )
-        _log.debug(
-            "query.done",
-            stop=stop.value,
-            rounds=self.round,
-            error=error.type if error is not None else None,
-        )
+
+    async def finish(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
+        result = self.result(stop, error)
+        _done_line(self, stop, error)
         await self.publish(QueryDone(query_id=self.query_id, round=self.round, result=result))
         return result
 
-    async def salvage(self) -> None:
-        """Make what was produced a valid history: keep partial text, finish announcing what
-        a cancel interrupted, and answer every tool call still without a result."""
+    async def wind_up(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
+        """Salvage and finish after a cancel, every channel send bounded.
+
+        Both cancel paths (the token's, and a cancel from outside) end here: a full
+        channel nobody reads must not turn a cancel into a hang. The history is made
+        valid first and the observers are told everything before the channel is
+        awaited, so they always see every message and ``QueryDone``.
+        """
+        self.settle()
+        for message in self.produced:
+            if message.id not in self.observed:
+                self.observed.add(message.id)
+                self.observe(self.committed(message))
+        result = self.result(stop, error)
+        _done_line(self, stop, error)
+        done = QueryDone(query_id=self.query_id, round=self.round, result=result)
+        self.observe(done)
+        if self.channel is not None:
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                for message in list(self.produced):
+                    if message.id not in self.announced:
+                        await self.channel.send(self.committed(message))
+                        self.announced.add(message.id)
+                await self.channel.send(done)
+        return result
+
+    def settle(self) -> None:
+        """Make what was produced a valid history, announcing nothing: keep partial text
+        and answer every tool call still without a result."""
         if self.streaming:
             self.streaming = False
             if self.text or self.thinking:
-                await self.commit(
+                self.record(
                     AssistantMessage(
                         content="".join(self.text),
                         thinking="".join(self.thinking),
                         interrupted=True,
                     )
                 )
-        for message in list(self.produced):
-            if message.id not in self.announced:
-                await self.announce(message)
         answered = {m.tool_call_id for m in self.produced if isinstance(m, ToolMessage)}
         for message in list(self.produced):
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     if call.id not in answered:
                         answered.add(call.id)
-                        await self.commit(_synthetic(call, INTERRUPTED_TOOL_TEXT))
+                        self.record(_synthetic(call, INTERRUPTED_TOOL_TEXT))
+
+    async def salvage(self) -> None:
+        """``settle``, then announce whatever a cancel or failure left unannounced."""
+        self.settle()
+        for message in list(self.produced):
+            if message.id not in self.announced:
+                await self.announce(message)
 
     async def loop(self) -> tuple[StopReason, ErrorInfo | None]:
         config = self.query.config
@@ -500,8 +536,7 @@ class _Run:
             is_error=not result.success,
         )
         # Produced (so salvage neither loses nor re-answers it) before anyone is told.
-        self.history.append(message)
-        self.produced.append(message)
+        self.record(message)
         _log.debug(
             "tool.finished",
             tool=call.name,
@@ -531,6 +566,15 @@ def _round_line(
         estimated=usage.estimated if usage is not None else None,
         tool_calls=len(calls),
         ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+
+
+def _done_line(run: _Run, stop: StopReason, error: ErrorInfo | None) -> None:
+    _log.debug(
+        "query.done",
+        stop=stop.value,
+        rounds=run.round,
+        error=error.type if error is not None else None,
     )
 
 

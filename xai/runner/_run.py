@@ -35,11 +35,10 @@ from xai.runner._templates import choose_template
 from xai.runner._trace import TurnTrace, turns_of
 from xai.session import (
     JOURNAL_FILE,
+    JournalView,
     Session,
     SessionConfig,
     SystemPrompt,
-    read_journal,
-    read_records,
 )
 from xai.tools import MCPServer, ToolSet
 
@@ -107,7 +106,7 @@ def _reopen(
 ) -> _Reopened:
     """The Session of a checkpoint, and what its journal says (read in a worker thread)."""
     journal = directory / JOURNAL_FILE
-    state = read_journal(journal)
+    state = JournalView.read(journal)
     session = Session.reopen(directory, provider, tools=tools, config=config, state=state)
     return _Reopened(
         session,
@@ -216,8 +215,8 @@ async def _one_session(
             for number, text in to_send:
                 progress(f"turn {number}/{len(inp.user_inputs)}")
                 await session.send(text)
-    records = await anyio.to_thread.run_sync(read_records, journal)
-    turns, history = turns_of(records)
+    view = await JournalView.aread(journal, repair=False)
+    turns, history = turns_of(view.turn_log), list(view.record)
     return _SessionRun(
         history=history,
         system=session.system_message(),

@@ -1,4 +1,5 @@
-"""``trace.json``'s turns, rebuilt from a Session journal's complete record.
+"""``trace.json``'s turns, rebuilt from a Session journal's complete record (its
+``JournalView``: each turn with everything recorded under its number).
 
 The journal keeps every message even when a compaction shortened the history,
 and every crash repair: a turn a crash interrupted ends as ``interrupted``, the
@@ -11,20 +12,21 @@ turn ``interrupted`` and the run ``failed`` (the conversation is not valid).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import assert_never
 
 import msgspec
 
 from xai.messages import (
     AssistantMessage,
-    Message,
     SystemMessage,
     ToolMessage,
+    TurnOutcome,
     TurnStatus,
     Usage,
     UserMessage,
 )
-from xai.session import InputRecord, MessageRecord, Record, TurnEndRecord
+from xai.session import TurnView
 
 __all__ = ["ToolCallTrace", "TurnTrace", "turns_of"]
 
@@ -62,25 +64,21 @@ def _new(number: int) -> TurnTrace:
     )
 
 
-def _absorb(turns: dict[int, TurnTrace], record: Record, messages: list[Message]) -> None:
-    """Fold one journal record into the per-turn details (records of other kinds say
-    nothing about turns: compaction, candidates, usage, the header, the close)."""
-    if isinstance(record, InputRecord):
-        turns.setdefault(record.turn, _new(record.turn)).input = record.message.content
-        messages.append(record.message)
-    elif isinstance(record, MessageRecord):
-        messages.append(record.message)
-        current = turns.setdefault(record.turn, _new(record.turn))
-        message = record.message
+def _trace(turn: TurnView) -> TurnTrace:
+    """One turn's details, from everything its journal recorded under its number."""
+    trace = _new(turn.turn)
+    if turn.input is not None:
+        trace.input = turn.input.content
+    for message in turn.messages:
         if isinstance(message, AssistantMessage):
-            current.rounds += 1
-            current.answer = message.content
-            current.tool_calls.extend(
+            trace.rounds += 1
+            trace.answer = message.content
+            trace.tool_calls.extend(
                 ToolCallTrace(id=c.id, name=c.name, arguments=c.arguments)
                 for c in message.tool_calls
             )
         elif isinstance(message, ToolMessage):
-            for call in current.tool_calls:
+            for call in trace.tool_calls:
                 if call.id == message.tool_call_id:
                     call.result = message.content[:RESULT_CHARS]
                     call.success = not message.is_error
@@ -89,27 +87,28 @@ def _absorb(turns: dict[int, TurnTrace], record: Record, messages: list[Message]
             pass
         else:
             assert_never(message)
-    elif isinstance(record, TurnEndRecord):
-        outcome = record.outcome
-        current = turns.setdefault(outcome.turn, _new(outcome.turn))
-        current.status = outcome.status
-        current.usage = outcome.usage
-        if outcome.status is TurnStatus.INTERRUPTED:
-            current.interruptions += 1
-        if outcome.error is not None:
-            current.error = outcome.error.message
-        elif outcome.status is TurnStatus.BUDGET_EXHAUSTED:
-            current.error = "the turn reached max_turns before the model finished"
+    for outcome in turn.outcomes:
+        _ended(trace, outcome)
+    return trace
 
 
-def turns_of(records: list[Record]) -> tuple[list[TurnTrace], list[Message]]:
-    """Per-turn details and every message, from a journal's records."""
-    turns: dict[int, TurnTrace] = {}
-    messages: list[Message] = []
-    for record in records:
-        _absorb(turns, record, messages)
+def _ended(trace: TurnTrace, outcome: TurnOutcome) -> None:
+    trace.status = outcome.status
+    trace.usage = outcome.usage
+    if outcome.status is TurnStatus.INTERRUPTED:
+        trace.interruptions += 1
+    if outcome.error is not None:
+        trace.error = outcome.error.message
+    elif outcome.status is TurnStatus.BUDGET_EXHAUSTED:
+        trace.error = "the turn reached max_turns before the model finished"
+
+
+def turns_of(turn_log: Iterable[TurnView]) -> list[TurnTrace]:
+    """Per-turn details, from a journal's turns (``JournalView.turn_log``)."""
     merged: list[TurnTrace] = []
-    for item in (t for _, t in sorted(turns.items())):
+    # (A turn that only began records nothing worth a trace until it says more.)
+    recorded = (t for t in turn_log if t.input is not None or t.messages or t.outcomes)
+    for item in map(_trace, recorded):
         if not item.input and merged:  # a continuation of the turn before it
             last = merged[-1]
             last.rounds += item.rounds
@@ -131,4 +130,4 @@ def turns_of(records: list[Record]) -> tuple[list[TurnTrace], list[Message]]:
                     call.success = False
             item.status = TurnStatus.INTERRUPTED
             item.error = f"tool call(s) {', '.join(unanswered)} never got a result"
-    return merged, messages
+    return merged

@@ -1,104 +1,153 @@
 """The end of a Session's task: finalising it (hooks, the journal's last record, the
 events), or suspending it (none of that: the journal stays open-ended for a reopen).
 
-These work on the Session's own state and run in its own task (rule 6).
+``Ending`` works on the state objects it is given and runs in the Session's own task.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from xai.events import SessionClosed, SessionFailed, SessionFinalizing, TurnDone
+from xai.events import SessionClosed, SessionEvent, SessionFailed, SessionFinalizing, TurnDone
 from xai.logs import get_logger
 from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus
 from xai.session import _oplog
-from xai.session._journal import TurnEndRecord
-from xai.session._types import FinalizingContext, run_hooks
+from xai.session._candidates import Candidates
+from xai.session._inbox import Inbox
+from xai.session._lifecycle import Lifecycle, SessionState
+from xai.session._observers import Hub
+from xai.session._recorder import Recorder
+from xai.session._records import TurnEndRecord
+from xai.session._transcript import Transcript
+from xai.session._types import FinalizingContext, FinalizingHook, TurnSlot, run_hooks
+from xai.session._usage import Spending
 
-if TYPE_CHECKING:
-    from xai.session._session import Session
-
-__all__ = ["end_suspended", "finalise"]
+__all__ = ["Ending"]
 
 _log = get_logger(__name__)
 
 
-async def finalise(self: Session) -> None:
-    """Close ``self`` for good: end a torn-down turn, drop what waits, run the
-    ``on_session_finalizing`` hooks, write the journal's last record, end every subscription."""
-    self._closing = True
-    self._state = "closing"
-    reason = self._close_reason
-    try:
-        current = self._current
-        if current is not None and not current.done:
-            # The turn was torn down from outside (or by a failure) before it finished.
-            outcome = TurnOutcome(
-                turn=self._turns,
-                status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
-                input_id=current.input.id if current.input else None,
-            )
-            self._recorder.write(TurnEndRecord(outcome=outcome))
-            self._hub.publish(TurnDone(outcome=outcome))
-            current._resolve(outcome)
-        self._inbox.drop(self._turns, self._recorder.journal)
-        self._hub.publish(SessionFinalizing(reason=reason))
-        took_all = await _run_finalizing_hooks(self, reason)
-        if self._recorder.journal is not None:
-            try:
-                waiting = len(self._unacknowledged())
-                self._recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
-                await self._recorder.sync()
-            except OSError as exc:
-                _log.exception("session.journal_failed", stage="close")
-                self._hub.publish(
-                    SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal")
-                )
-    finally:
-        self._recorder.close()
-        self._state = "closed"
-        try:
-            self._hub.publish(SessionClosed(reason=reason))
-            self._hub.end()
-            _oplog.closed(self, reason, pending=len(self._unacknowledged()))
-        finally:  # whatever happened, nobody waits for this Session forever
-            if self._closed is not None:
-                self._closed.set()
+class Ending:
+    """How one Session's task ends: ``finalise`` (a close) or ``suspended``."""
 
-
-async def _run_finalizing_hooks(self: Session, reason: CloseReason) -> bool:
-    """Run every hook; True if each returned normally (so the owner took the candidates)."""
-    context = FinalizingContext(
-        session_id=self.id,
-        reason=reason,
-        candidates=self._unacknowledged(),
-        episodes=tuple(self._transcript.episodes),
-        usage=self._usage,
-        turns=self._turns,
-        parent_id=self.parent_id,
+    __slots__ = (
+        "candidates",
+        "hook_timeout",
+        "hooks",
+        "hub",
+        "inbox",
+        "lifecycle",
+        "parent_id",
+        "recorder",
+        "session_id",
+        "spending",
+        "transcript",
     )
 
-    def failed(exc: Exception) -> None:
-        error = ErrorInfo.from_exception(exc)
-        self._hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        parent_id: str | None,
+        hooks: list[FinalizingHook],
+        hook_timeout: float,
+        lifecycle: Lifecycle,
+        inbox: Inbox,
+        recorder: Recorder,
+        hub: Hub[SessionEvent],
+        candidates: Candidates,
+        transcript: Transcript,
+        spending: Spending,
+    ) -> None:
+        self.session_id = session_id
+        self.parent_id = parent_id
+        self.hooks = hooks
+        self.hook_timeout = hook_timeout
+        self.lifecycle = lifecycle
+        self.inbox = inbox
+        self.recorder = recorder
+        self.hub = hub
+        self.candidates = candidates
+        self.transcript = transcript
+        self.spending = spending
 
-    return await run_hooks(self.on_session_finalizing, context, self.config.hook_timeout, failed)
+    async def finalise(self, turns: int, current: TurnSlot | None) -> None:
+        """Close for good: end a torn-down turn (``current``, if it has not ended), drop what
+        waits, run the ``on_session_finalizing`` hooks, write the journal's last record, end
+        every subscription."""
+        lifecycle = self.lifecycle
+        if lifecycle.state is not SessionState.CLOSING:
+            lifecycle.closing(lifecycle.close_reason)
+        reason = lifecycle.close_reason
+        recorder, hub = self.recorder, self.hub
+        try:
+            if current is not None and current.outcome is None:
+                # The turn was torn down from outside (or by a failure) before it finished.
+                outcome = TurnOutcome(
+                    turn=turns,
+                    status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
+                    input_id=current.input.id if current.input else None,
+                )
+                recorder.write(TurnEndRecord(outcome=outcome))
+                hub.publish(TurnDone(outcome=outcome))
+                current.resolve(outcome)
+            self.inbox.drop(turns, recorder.journal)
+            hub.publish(SessionFinalizing(reason=reason))
+            took_all = await self._run_hooks(reason, turns)
+            if recorder.journal is not None:
+                try:
+                    waiting = len(self.candidates.unacknowledged())
+                    recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
+                    await recorder.sync()
+                except OSError as exc:
+                    _log.exception("session.journal_failed", stage="close")
+                    hub.publish(SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal"))
+        finally:
+            recorder.close()
+            lifecycle.transition(SessionState.CLOSED)
+            try:
+                hub.publish(SessionClosed(reason=reason))
+                hub.end()
+                pending = len(self.candidates.unacknowledged())
+                _oplog.closed(
+                    reason,
+                    turns=turns,
+                    usage=self.spending.total,
+                    pending=pending,
+                    acknowledged=len(self.candidates) - pending,
+                )
+            finally:  # whatever happened, nobody waits for this Session forever
+                lifecycle.set_ended()
 
-
-def end_suspended(self: Session) -> None:
-    """The task ends without a close: the journal is left as it is (open-ended, so a
-    reopen continues it), waiting inputs stay accepted there, subscriptions end."""
-    self._state = "suspended"
-    try:
-        waiting = self._inbox.release(self._turns)
-        self._recorder.close()
-        self._hub.end()
-        _log.info(
-            "session.suspended",
-            turns=self._turns,
-            inputs_waiting=waiting,
-            candidates_pending=len(self._unacknowledged()),
+    async def _run_hooks(self, reason: CloseReason, turns: int) -> bool:
+        """Run every hook; True if each returned normally (so the owner took the candidates)."""
+        context = FinalizingContext(
+            session_id=self.session_id,
+            reason=reason,
+            candidates=self.candidates.unacknowledged(),
+            episodes=tuple(self.transcript.episodes),
+            usage=self.spending.total,
+            turns=turns,
+            parent_id=self.parent_id,
         )
-    finally:
-        if self._closed is not None:
-            self._closed.set()
+
+        def failed(exc: Exception) -> None:
+            error = ErrorInfo.from_exception(exc)
+            self.hub.publish(SessionFailed(error=error, stage="finalizing_hook"))
+
+        return await run_hooks(self.hooks, context, self.hook_timeout, failed)
+
+    def suspended(self, turns: int) -> None:
+        """The task ends without a close: the journal is left as it is (open-ended, so a
+        reopen continues it), waiting inputs stay accepted there, subscriptions end."""
+        self.lifecycle.transition(SessionState.SUSPENDED)
+        try:
+            waiting = self.inbox.release(turns)
+            self.recorder.close()
+            self.hub.end()
+            _log.info(
+                "session.suspended",
+                turns=turns,
+                inputs_waiting=waiting,
+                candidates_pending=len(self.candidates.unacknowledged()),
+            )
+        finally:
+            self.lifecycle.set_ended()

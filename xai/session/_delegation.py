@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import anyio
 
 from xai.exceptions import ToolError
-from xai.messages import CloseReason, TurnOutcome, TurnStatus
+from xai.messages import CloseReason, Origin, TurnOutcome, TurnStatus, Usage
 from xai.session._types import TurnHandle
 from xai.tools import Tool, ToolContext, tool
 
-if TYPE_CHECKING:
-    from xai.session._session import Session
-
-__all__ = ["HELPER_INSTRUCTIONS", "SessionContext", "delegate_tool"]
+__all__ = ["HELPER_INSTRUCTIONS", "Child", "SessionContext", "delegate_tool"]
 
 HELPER_INSTRUCTIONS = (
     "You are a helper working on one delegated task. Do it and reply with the result only."
@@ -24,26 +22,49 @@ HELPER_INSTRUCTIONS = (
 _CHILD_CANCEL_GRACE = 5.0
 
 
+class Child(Protocol):
+    """What delegation needs of a child Session."""
+
+    def send(self, input: str, *, origin: Origin = ...) -> TurnHandle: ...
+
+    async def close(self, reason: CloseReason = ...) -> None: ...
+
+
 class SessionContext:
     """What a tool run by a Session may use (``ToolContext[SessionContext]``).
 
     ``deps`` is whatever the application passed as ``Session(tool_deps=...)``.
+    The Session makes it: ``spawn`` starts a child for a task (``True``: the Session
+    owns it), ``on_child_usage`` adds what a child spent to the running turn.
     """
 
-    __slots__ = ("_session", "deps")
+    __slots__ = ("_depth", "_max_depth", "_on_child_usage", "_session_id", "_spawn", "deps")
 
-    def __init__(self, session: Session, deps: Any) -> None:
-        self._session = session
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        depth: int,
+        max_depth: int,
+        spawn: Callable[[str], Awaitable[tuple[Child, bool]]],
+        on_child_usage: Callable[[Usage], None],
+        deps: Any,
+    ) -> None:
+        self._session_id = session_id
+        self._depth = depth
+        self._max_depth = max_depth
+        self._spawn = spawn
+        self._on_child_usage = on_child_usage
         self.deps = deps
 
     @property
     def session_id(self) -> str:
-        return self._session.id
+        return self._session_id
 
     @property
     def depth(self) -> int:
         """0 for a top-level Session, 1 for its children, and so on."""
-        return self._session.depth
+        return self._depth
 
     async def delegate(self, task: str) -> TurnOutcome:
         """Run ``task`` in a child Session and return its outcome.
@@ -52,10 +73,9 @@ class SessionContext:
         Session makes it. Cancelling the caller cancels the child; the child's
         usage is added to this Session's turn.
         """
-        session = self._session
-        if session.depth >= session.config.max_delegation_depth:
+        if self._depth >= self._max_depth:
             raise ToolError("delegation depth limit reached: do this task yourself")
-        child, _owned = await session._spawn_child(task)
+        child, _owned = await self._spawn(task)
         handle: TurnHandle | None = None
         try:
             handle = child.send(task, origin="agent")
@@ -71,9 +91,9 @@ class SessionContext:
                 await child.close(reason)
             # (``close`` resolves the handle; a close cut short by the bound may not have.)
             if handle is not None and handle.outcome is not None:
-                session._add_child_usage(handle.outcome.usage)
+                self._on_child_usage(handle.outcome.usage)
             raise
-        session._add_child_usage(outcome.usage)
+        self._on_child_usage(outcome.usage)
         # The sub-task is done: the child closes (its owner's hooks run, e.g. memory).
         await child.close()
         return outcome

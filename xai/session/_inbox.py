@@ -12,46 +12,47 @@ from collections import deque
 from collections.abc import Iterable
 
 from xai.messages import ErrorInfo, TurnOutcome, TurnStatus, UserMessage
-from xai.session._journal import AcceptedRecord, DroppedRecord, Journal
-from xai.session._types import TurnHandle
+from xai.session._journal import Journal
+from xai.session._records import AcceptedRecord, DroppedRecord
+from xai.session._types import TurnSlot
 
 __all__ = ["Inbox"]
 
 
 class Inbox:
-    """Waiting turns: ``(handle, input)``, the input ``None`` for ``continue_turn``."""
+    """Waiting turns: ``(slot, input)``, the input ``None`` for ``continue_turn``."""
 
     __slots__ = ("_items",)
 
     def __init__(self) -> None:
-        self._items: deque[tuple[TurnHandle, UserMessage | None]] = deque()
+        self._items: deque[tuple[TurnSlot, UserMessage | None]] = deque()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def accept(self, message: UserMessage, *, first: bool, journal: Journal | None) -> TurnHandle:
+    def accept(self, message: UserMessage, *, first: bool, journal: Journal | None) -> TurnSlot:
         """Queue an input (``first``: before those waiting), journaled before it is queued."""
         if journal is not None:
             journal.append(AcceptedRecord(message=message, interrupt=first))
-        handle = TurnHandle(message)
+        slot = TurnSlot(message)
         if first:
-            self._items.appendleft((handle, message))
+            self._items.appendleft((slot, message))
         else:
-            self._items.append((handle, message))
-        return handle
+            self._items.append((slot, message))
+        return slot
 
-    def continuation(self) -> TurnHandle:
-        handle = TurnHandle(None)
-        self._items.append((handle, None))
-        return handle
+    def continuation(self) -> TurnSlot:
+        slot = TurnSlot(None)
+        self._items.append((slot, None))
+        return slot
 
-    def requeue(self, messages: Iterable[UserMessage]) -> tuple[TurnHandle, ...]:
+    def requeue(self, messages: Iterable[UserMessage]) -> tuple[TurnSlot, ...]:
         """Inputs accepted before a restart (already journaled), to run next, in order."""
-        handles = tuple(TurnHandle(m) for m in messages)
-        self._items.extend((h, h.input) for h in handles)
-        return handles
+        slots = tuple(TurnSlot(m) for m in messages)
+        self._items.extend((s, s.input) for s in slots)
+        return slots
 
-    def pop(self) -> tuple[TurnHandle, UserMessage | None]:
+    def pop(self) -> tuple[TurnSlot, UserMessage | None]:
         return self._items.popleft()
 
     def drop(self, turn: int, journal: Journal | None) -> None:
@@ -61,7 +62,7 @@ class Inbox:
             journal.append(DroppedRecord(input_ids=dropped))
         while self._items:
             handle, message = self._items.popleft()
-            handle._resolve(
+            handle.resolve(
                 TurnOutcome(
                     turn=turn, status=TurnStatus.CANCELLED, input_id=message.id if message else None
                 )
@@ -77,7 +78,7 @@ class Inbox:
         )
         while self._items:
             handle, message = self._items.popleft()
-            handle._resolve(
+            handle.resolve(
                 TurnOutcome(
                     turn=turn,
                     status=TurnStatus.INTERRUPTED,

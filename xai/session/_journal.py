@@ -1,4 +1,5 @@
-"""The Session journal: one append-only file of msgspec JSON lines per Session.
+"""The Session journal: one append-only file of msgspec JSON lines per Session, and
+``JournalView``, the one way to read it (the record types stay private to ``xai.session``).
 
 Everything a Session announces as final (an accepted input, the start of a
 turn, a committed message, the end of a turn, a compaction, memory
@@ -36,14 +37,14 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeAlias, assert_never
+from typing import assert_never
 
 import anyio
 import msgspec
 
 from xai._files import read_jsonl
-from xai.events import CompactionMethod
 from xai.exceptions import JournalError
 from xai.logs import get_logger
 from xai.messages import (
@@ -52,14 +53,37 @@ from xai.messages import (
     MemoryCandidate,
     Message,
     TurnOutcome,
+    TurnStatus,
     Usage,
     UserMessage,
 )
 from xai.session._history import place
 from xai.session._prompt import SystemPrompt
+from xai.session._records import (
+    JOURNAL_FILE,
+    AcceptedRecord,
+    CandidatesRecord,
+    ClosedRecord,
+    ClosingRecord,
+    CompactedRecord,
+    DroppedRecord,
+    FsyncPolicy,
+    HeaderRecord,
+    InputRecord,
+    MessageRecord,
+    Record,
+    ReportedRecord,
+    TurnEndRecord,
+    TurnStartRecord,
+    UsageRecord,
+    decode_record,
+    encode_record,
+)
+from xai.session._totals import JournalTotals, read_totals
 from xai.session._transcript import Transcript
 
 __all__ = [
+    "JOURNAL_FILE",
     "AcceptedRecord",
     "CandidatesRecord",
     "ClosedRecord",
@@ -71,152 +95,56 @@ __all__ = [
     "InputRecord",
     "Journal",
     "JournalState",
+    "JournalView",
     "MessageRecord",
     "Record",
     "ReportedRecord",
     "TurnEndRecord",
     "TurnStartRecord",
+    "TurnView",
     "UsageRecord",
     "append_records",
     "aread_journal",
+    "now",
     "read_journal",
     "read_records",
 ]
 
 _log = get_logger(__name__)
 
-FsyncPolicy: TypeAlias = Literal["commit", "turn", "off"]
-JOURNAL_FILE = "journal.jsonl"
-VERSION = 1
-
-
-class _Record(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
-    pass
-
-
-class HeaderRecord(_Record, frozen=True, tag="header"):
-    session_id: str
-    created_at: float
-    system: SystemPrompt
-    parent_id: str | None = None
-    depth: int = 0
-    version: int = VERSION
-
-
-class AcceptedRecord(_Record, frozen=True, tag="accepted"):
-    """``send()`` accepted an input; it waits for its turn (a restart runs it)."""
-
-    message: UserMessage
-    interrupt: bool = False
-    """Sent with ``policy="interrupt"``: it goes before the inputs already waiting."""
-
-
-class InputRecord(_Record, frozen=True, tag="input"):
-    """A turn begins with ``message`` (accepted earlier, or by a journal older than
-    ``accepted`` records); from here on it is part of the history."""
-
-    turn: int
-    message: UserMessage
-
-
-class TurnStartRecord(_Record, frozen=True, tag="turn_start"):
-    """A turn begins without an input (``continue_turn``)."""
-
-    turn: int
-
-
-class MessageRecord(_Record, frozen=True, tag="message"):
-    turn: int
-    message: Message
-
-
-class TurnEndRecord(_Record, frozen=True, tag="turn_end"):
-    """A turn's outcome; also an input refused at once by the turn budget (its
-    ``outcome.input_id`` names the accepted input it consumed)."""
-
-    outcome: TurnOutcome
-
-
-class DroppedRecord(_Record, frozen=True, tag="dropped"):
-    """Accepted inputs a close dropped before they started: a restart never runs them."""
-
-    input_ids: tuple[str, ...]
-
-
-class CompactedRecord(_Record, frozen=True, tag="compacted"):
-    summary: str
-    removed: int
-    """How many messages were dropped from the front of the history."""
-    method: CompactionMethod
-
-
-class CandidatesRecord(_Record, frozen=True, tag="candidates"):
-    candidates: tuple[MemoryCandidate, ...]
-
-
-class ReportedRecord(_Record, frozen=True, tag="reported"):
-    candidate_ids: tuple[str, ...]
-
-
-class UsageRecord(_Record, frozen=True, tag="usage"):
-    """Usage outside a turn's Query: summaries and memory extraction."""
-
-    usage: Usage
-    purpose: str
-
-
-class ClosingRecord(_Record, frozen=True, tag="closing"):
-    """The Session closed while the owner had not acknowledged all its candidates (a hook
-    failed or timed out): it is closed only once they are (a later ``reported`` line
-    then ends with ``closed``). A restart hands them to the owner again."""
-
-    reason: CloseReason
-    at: float
-
-
-class ClosedRecord(_Record, frozen=True, tag="closed"):
-    reason: CloseReason
-    at: float
-
-
-Record: TypeAlias = (
-    HeaderRecord
-    | AcceptedRecord
-    | InputRecord
-    | TurnStartRecord
-    | MessageRecord
-    | TurnEndRecord
-    | DroppedRecord
-    | CompactedRecord
-    | CandidatesRecord
-    | ReportedRecord
-    | UsageRecord
-    | ClosingRecord
-    | ClosedRecord
-)
-
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder(Record).decode
-
 
 class Journal:
-    """An open journal file. Appends are single ``write`` calls to an ``O_APPEND`` descriptor."""
+    """An open journal file. Appends are single ``write`` calls to an ``O_APPEND`` descriptor.
 
-    __slots__ = ("_fd", "fsync", "path")
+    ``on_append`` (the recorder's running totals) is told of every record appended and
+    its size in bytes.
+    """
 
-    def __init__(self, path: Path, *, fsync: FsyncPolicy = "turn") -> None:
+    __slots__ = ("_fd", "fsync", "on_append", "path")
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fsync: FsyncPolicy = "turn",
+        on_append: Callable[[Record, int], None] | None = None,
+    ) -> None:
         self.path = path
         self.fsync: FsyncPolicy = fsync
+        self.on_append = on_append
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, record: Record) -> None:
         if self._fd is None:
             raise RuntimeError(f"journal {self.path} is closed")
-        data = memoryview(_encode(record) + b"\n")
+        data = memoryview(encode_record(record) + b"\n")
+        size = len(data)
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
+        if self.on_append is not None:
+            self.on_append(record, size)
 
     async def commit(self, record: Record) -> None:
         """Append, then sync if the policy syncs every record."""
@@ -224,14 +152,22 @@ class Journal:
         if self.fsync == "commit":
             await self.sync()
 
-    async def sync(self) -> None:
-        """fsync (unless the policy is ``off``). Shielded: a cancel waits for the disk (a
-        bounded wait) rather than leave a written record unsynced while the caller
-        believes it failed."""
+    async def sync(self, then: Callable[[], object] | None = None) -> None:
+        """fsync (unless the policy is ``off``), then call ``then`` in the same worker
+        thread. Shielded: a cancel waits for the disk (a bounded wait) rather than leave a
+        written record unsynced while the caller believes it failed."""
         if self._fd is not None and self.fsync != "off":
             fd = self._fd
+
+            def work() -> None:
+                os.fsync(fd)
+                if then is not None:
+                    then()
+
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(os.fsync, fd)
+                await anyio.to_thread.run_sync(work)
+        elif then is not None:
+            then()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -239,8 +175,36 @@ class Journal:
             self._fd = None
 
 
-class JournalState(msgspec.Struct, kw_only=True):
-    """A Session rebuilt from its journal."""
+class TurnView(msgspec.Struct, kw_only=True):
+    """One turn as its journal recorded it, compacted or not."""
+
+    turn: int
+    input: UserMessage | None = None
+    """The input the turn began with (``None``: a continued turn)."""
+    messages: list[Message] = msgspec.field(default_factory=list)
+    """What the turn produced, in the order it was recorded (assistant rounds, tool results,
+    synthetic results a reopen gave calls a crash left unanswered)."""
+    outcomes: list[TurnOutcome] = msgspec.field(default_factory=list)
+    """Every end recorded under this number, in order: usually one; a crash repair's
+    ``interrupted`` and an input the turn budget refused add theirs."""
+
+    @property
+    def outcome(self) -> TurnOutcome | None:
+        """How the turn ended (the last end recorded); ``None``: it never ended."""
+        return self.outcomes[-1] if self.outcomes else None
+
+    @property
+    def status(self) -> TurnStatus | None:
+        """The last end's status (``None``: the turn never ended: the process died in it)."""
+        return self.outcomes[-1].status if self.outcomes else None
+
+
+class JournalView(msgspec.Struct, kw_only=True):
+    """A Session journal, read: the one read model of it outside ``xai.session``.
+
+    ``read`` (or ``aread``) replays a journal; ``salvage`` reads what it can of a damaged
+    one; ``read_totals`` gives what a Session spent without reading its journal again.
+    """
 
     header: HeaderRecord
     history: list[Message]
@@ -260,42 +224,116 @@ class JournalState(msgspec.Struct, kw_only=True):
     they would have run: a reopened Session runs them."""
     candidates: list[MemoryCandidate] = msgspec.field(default_factory=list)
     reported: set[str] = msgspec.field(default_factory=set)
+    """Ids of the candidates the owner acknowledged."""
     closing: CloseReason | None = None
     """Closed with candidates the owner had not acknowledged (``closing`` record, no
     ``closed`` after it): the owner must ``close(closing)`` the reopened Session."""
     closed: CloseReason | None = None
     episodes: list[Episode] = msgspec.field(default_factory=list)
     """Everything said, compacted turns included (see ``Transcript``)."""
+    turn_log: list[TurnView] = msgspec.field(default_factory=list)
+    """Every turn, by number, with everything it recorded (compacted turns included)."""
+    record: list[Message] = msgspec.field(default_factory=list)
+    """Every message recorded (inputs included), in order: the complete conversation."""
+    totals: JournalTotals | None = None
+    """What the journal adds up to (``read_totals`` gives these without a replay)."""
+
+    @property
+    def session_id(self) -> str:
+        return self.header.session_id
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.header.parent_id
+
+    @property
+    def created_at(self) -> float:
+        return self.header.created_at
+
+    @property
+    def depth(self) -> int:
+        return self.header.depth
+
+    @property
+    def system(self) -> SystemPrompt:
+        return self.header.system
 
     @property
     def unacknowledged(self) -> list[MemoryCandidate]:
         """Candidates the owner has not acknowledged."""
         return [c for c in self.candidates if c.id not in self.reported]
 
+    @property
+    def inputs(self) -> list[UserMessage]:
+        """The inputs turns began with, in order."""
+        return [t.input for t in self.turn_log if t.input is not None]
 
-def read_journal(path: Path, *, repair: bool = True) -> JournalState:
-    """Replay a journal. A torn last line (a kill mid-write) is skipped with a warning and,
-    with ``repair``, cut off the file so later appends start on a clean line; a bad line
-    anywhere else raises ``JournalError`` naming the file and line.
-    """
-    records = read_jsonl(path, _decode, repair=repair, what="journal")
-    if not records or not isinstance(records[0], HeaderRecord):
-        raise JournalError("the journal does not start with a header", path=str(path), line=1)
-    return _replay(records, path)
+    @classmethod
+    def read(cls, path: Path, *, repair: bool = True) -> JournalView:
+        """Replay the journal at ``path``. Blocking (see ``aread``). A torn last line (a kill
+        mid-write) is skipped with a warning and, with ``repair``, cut off the file so later
+        appends start on a clean line; a bad line anywhere else raises ``JournalError``
+        naming the file and line."""
+        records = read_jsonl(path, decode_record, repair=repair, what="journal")
+        if not records or not isinstance(records[0], HeaderRecord):
+            raise JournalError("the journal does not start with a header", path=str(path), line=1)
+        return _replay(records, path, size=_size(path))
+
+    @classmethod
+    async def aread(cls, path: Path, *, repair: bool = True) -> JournalView:
+        """``read`` in a worker thread: reading a journal is blocking file I/O."""
+        return await anyio.to_thread.run_sync(functools.partial(cls.read, path, repair=repair))
+
+    @classmethod
+    def salvage(cls, path: Path) -> JournalView:
+        """Every line of a damaged journal that still decodes, the others skipped (no header:
+        the directory's name is the Session's id). Never raises for the content. Blocking."""
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raw = b""
+        records: list[Record] = []
+        for line in raw.split(b"\n"):
+            if line.strip():
+                try:
+                    records.append(decode_record(line))
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+        headers = [r for r in records if isinstance(r, HeaderRecord)]
+        header = headers[-1] if headers else None
+        if header is None:
+            header = HeaderRecord(
+                session_id=path.parent.name, created_at=0.0, system=SystemPrompt()
+            )
+        rest = [r for r in records if not isinstance(r, HeaderRecord)]
+        return _replay([header, *rest], path, size=len(raw))
+
+    @staticmethod
+    def read_totals(directory: Path) -> JournalTotals | None:
+        """What the Session in ``directory`` spent, by day, and how it stands (turns, closed),
+        from the totals its writer keeps beside the journal; only what the journal gained
+        since is read. ``None``: no journal there, or an unreadable one. Blocking."""
+        return read_totals(directory)
 
 
-async def aread_journal(path: Path, *, repair: bool = True) -> JournalState:
-    """``read_journal`` in a worker thread: reading a journal is blocking file I/O."""
-    return await anyio.to_thread.run_sync(functools.partial(read_journal, path, repair=repair))
+JournalState = JournalView
+"""The former name of ``JournalView`` (a Session rebuilt from its journal)."""
+
+
+def read_journal(path: Path, *, repair: bool = True) -> JournalView:
+    """``JournalView.read``."""
+    return JournalView.read(path, repair=repair)
+
+
+async def aread_journal(path: Path, *, repair: bool = True) -> JournalView:
+    """``JournalView.aread``."""
+    return await JournalView.aread(path, repair=repair)
 
 
 def read_records(path: Path) -> list[Record]:
-    """Every whole record of a journal, in order (a torn last line is left out).
-
-    Unlike the replayed state, this keeps messages a compaction removed from
-    the history: the complete record of the conversation.
-    """
-    return read_jsonl(path, _decode, repair=False, what="journal")
+    """Every whole record of a journal, in order (a torn last line is left out). Private
+    to ``xai.session`` (outside it, ``JournalView.read(path).record`` is the same story)."""
+    return read_jsonl(path, decode_record, repair=False, what="journal")
 
 
 def append_records(path: Path, *records: Record) -> None:
@@ -309,13 +347,30 @@ def append_records(path: Path, *records: Record) -> None:
         journal.close()
 
 
-def _replay(records: list[Record], path: Path) -> JournalState:
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _replay(records: list[Record], path: Path, *, size: int) -> JournalView:
     header = records[0]
     assert isinstance(header, HeaderRecord)
-    state = JournalState(header=header, history=[])
+    state = JournalView(header=header, history=[])
+    totals = JournalTotals.start(header, 0)
     transcript = Transcript(header.session_id, header.created_at)
     pending = state.pending
+    turns: dict[int, TurnView] = {}
+
+    def turn_of(number: int) -> TurnView:
+        found = turns.get(number)
+        if found is None:
+            found = turns[number] = TurnView(turn=number)
+        return found
+
     for number, record in enumerate(records[1:], start=2):
+        totals.absorb(record, 0)
         if isinstance(record, HeaderRecord):
             raise JournalError("a second header", path=str(path), line=number)
         elif isinstance(record, AcceptedRecord):
@@ -327,10 +382,13 @@ def _replay(records: list[Record], path: Path) -> JournalState:
             _unqueue(pending, (record.message.id,))
             state.begun_inputs += 1
             state.history.append(record.message)
+            state.record.append(record.message)
+            turn_of(record.turn).input = record.message
             transcript.add(record.turn, record.message)
             state.open_turn = record.turn
             state.turns = max(state.turns, record.turn)
         elif isinstance(record, TurnStartRecord):
+            turn_of(record.turn)
             state.open_turn = record.turn
             state.turns = max(state.turns, record.turn)
         elif isinstance(record, MessageRecord):
@@ -338,6 +396,8 @@ def _replay(records: list[Record], path: Path) -> JournalState:
                 # A turn with no record of its start: a continued turn of a journal written
                 # before ``turn_start`` existed. It is open until its end says otherwise.
                 state.open_turn = state.turns = record.turn
+            state.record.append(record.message)
+            turn_of(record.turn).messages.append(record.message)
             transcript.add(record.turn, record.message)
             if not place(state.history, record.message):
                 _log.warning(
@@ -348,6 +408,7 @@ def _replay(records: list[Record], path: Path) -> JournalState:
                 )
         elif isinstance(record, TurnEndRecord):
             outcome = record.outcome
+            turn_of(outcome.turn).outcomes.append(outcome)
             state.usage = state.usage + outcome.usage
             state.turns = max(state.turns, outcome.turn)
             state.open_turn = None
@@ -372,6 +433,9 @@ def _replay(records: list[Record], path: Path) -> JournalState:
         else:
             assert_never(record)
     state.episodes = transcript.episodes
+    state.turn_log = [turns[n] for n in sorted(turns)]
+    totals.journal_bytes = size
+    state.totals = totals
     return state
 
 

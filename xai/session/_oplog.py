@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xai.logs import get_logger
-from xai.messages import CloseReason, Message, ToolMessage, TurnOutcome
-
-if TYPE_CHECKING:
-    from xai.session._session import Session
+from xai.messages import CloseReason, Message, ToolMessage, TurnOutcome, Usage
 
 __all__ = ["closed", "opened", "turn_done"]
 
@@ -25,14 +21,14 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-def opened(session: Session, *, resumed: bool) -> None:
+def opened(*, parent_id: str | None, depth: int, resumed: bool, turns: int, durable: bool) -> None:
     _log.info(
         "session.opened",
-        parent_id=session.parent_id,
-        depth=session.depth,
+        parent_id=parent_id,
+        depth=depth,
         resumed=resumed,
-        turns=session.turns,
-        durable=session.directory is not None,
+        turns=turns,
+        durable=durable,
     )
 
 
@@ -58,19 +54,20 @@ def turn_done(
     )
 
 
-def closed(session: Session, reason: CloseReason, *, pending: int) -> None:
+def closed(
+    reason: CloseReason, *, turns: int, usage: Usage, pending: int, acknowledged: int
+) -> None:
     """``pending``: candidates the owner has not acknowledged (they wait in the journal)."""
     if not _log.enabled("info"):
         return
-    usage = session.usage
     _log.info(
         "session.closed",
         reason=reason,
-        turns=session.turns,
+        turns=turns,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         requests=usage.requests,
         estimated=usage.estimated,
         candidates_pending=pending,
-        candidates_acknowledged=len(session.candidates) - pending,
+        candidates_acknowledged=acknowledged,
     )

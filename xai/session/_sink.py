@@ -2,49 +2,77 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import msgspec
 
-from xai.events import MessageCommitted, QueryEvent
-from xai.session._journal import MessageRecord
-
-if TYPE_CHECKING:
-    from xai.session._session import Session
+from xai.events import MessageCommitted, QueryEvent, SessionEvent
+from xai.messages import Message
+from xai.session._context import Context
+from xai.session._observers import Hub
+from xai.session._recorder import Recorder
+from xai.session._records import MessageRecord
+from xai.session._transcript import Transcript
 
 __all__ = ["Sink"]
 
 
 class Sink:
-    """Where the running Query sends its events: journal first, then the observers.
+    """Where the running Query of turn ``turn`` sends its events: journal first, then the
+    observers. A committed message joins the context, the transcript and ``added`` (what
+    the turn added to the history) once it is on disk.
 
     A Query sends a ``MessageCommitted`` again when a cancel interrupted its first
     delivery, so each message is journaled and published once, by id.
     """
 
-    __slots__ = ("journaled", "published", "session", "turn")
+    __slots__ = (
+        "added",
+        "clock",
+        "context",
+        "hub",
+        "journaled",
+        "published",
+        "recorder",
+        "transcript",
+        "turn",
+    )
 
-    def __init__(self, session: Session, turn: int) -> None:
-        self.session = session
+    def __init__(
+        self,
+        turn: int,
+        *,
+        clock: Callable[[], float],
+        recorder: Recorder,
+        context: Context,
+        transcript: Transcript,
+        added: list[Message],
+        hub: Hub[SessionEvent],
+    ) -> None:
         self.turn = turn
+        self.clock = clock
+        self.recorder = recorder
+        self.context = context
+        self.transcript = transcript
+        self.added = added
+        self.hub = hub
         self.journaled: set[str] = set()
         self.published: set[str] = set()
 
     async def send(self, event: QueryEvent, /) -> None:
-        session = self.session
         if type(event) is MessageCommitted:
             message = event.message
             if message.id in self.published:
                 return
             if message.at is None:  # said now, by the Session's clock
-                message = msgspec.structs.replace(message, at=session.clock())
+                message = msgspec.structs.replace(message, at=self.clock())
                 event = msgspec.structs.replace(event, message=message)
             if message.id not in self.journaled:
-                session._recorder.write(MessageRecord(turn=self.turn, message=message))
+                self.recorder.write(MessageRecord(turn=self.turn, message=message))
                 self.journaled.add(message.id)
-                session._append(message)
-                session._transcript.add(self.turn, message)
-                session._turn_messages.append(message)
-                await session._recorder.sync_commit()
+                self.context.append(message)
+                self.transcript.add(self.turn, message)
+                self.added.append(message)
+                await self.recorder.sync_commit()
             self.published.add(message.id)
-        session._hub.publish(event)
+        self.hub.publish(event)

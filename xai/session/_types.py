@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import msgspec
@@ -13,18 +13,15 @@ from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.messages import CloseReason, Episode, MemoryCandidate, TurnOutcome, Usage, UserMessage
 from xai.query import QueryConfig
-from xai.session._journal import FsyncPolicy
-
-if TYPE_CHECKING:
-    from xai.session._session import Session
+from xai.session._records import FsyncPolicy
 
 __all__ = [
-    "ChildFactory",
     "FinalizingContext",
     "FinalizingHook",
     "InputPolicy",
     "SessionConfig",
     "TurnHandle",
+    "TurnSlot",
     "run_hooks",
 ]
 
@@ -110,40 +107,53 @@ async def run_hooks(
     return took_all
 
 
-ChildFactory: TypeAlias = Callable[["Session", str], Awaitable["Session"]]
-"""The owner's hook for delegation: make and start a child Session for a task."""
+class TurnSlot:
+    """The Session's side of one turn: resolved once, by the Session, with its outcome.
+
+    ``trace`` is the tracing context where the input was sent (with telemetry): the
+    turn's parent span.
+    """
+
+    __slots__ = ("done", "input", "outcome", "trace")
+
+    def __init__(self, message: UserMessage | None) -> None:
+        self.input = message
+        self.done = anyio.Event()
+        self.outcome: TurnOutcome | None = None
+        self.trace: Any = None
+
+    def resolve(self, outcome: TurnOutcome) -> None:
+        if self.outcome is None:
+            self.outcome = outcome
+            self.done.set()
 
 
 class TurnHandle:
     """What ``send`` gives back: await it (or ``result()``) for the turn's outcome."""
 
-    __slots__ = ("_done", "_outcome", "_trace", "input")
+    __slots__ = ("_slot",)
 
-    def __init__(self, message: UserMessage | None) -> None:
-        self.input = message
+    def __init__(self, slot: TurnSlot) -> None:
+        self._slot = slot
+
+    @property
+    def input(self) -> UserMessage | None:
         """The input this turn answers (``None`` for ``continue_turn``)."""
-        self._done = anyio.Event()
-        self._outcome: TurnOutcome | None = None
-        self._trace: Any = None
-        """The tracing context where the input was sent (with telemetry): the turn's parent."""
+        return self._slot.input
 
     @property
     def done(self) -> bool:
-        return self._outcome is not None
+        return self._slot.outcome is not None
 
     @property
     def outcome(self) -> TurnOutcome | None:
-        return self._outcome
-
-    def _resolve(self, outcome: TurnOutcome) -> None:
-        if self._outcome is None:
-            self._outcome = outcome
-            self._done.set()
+        return self._slot.outcome
 
     async def result(self) -> TurnOutcome:
-        await self._done.wait()
-        assert self._outcome is not None
-        return self._outcome
+        await self._slot.done.wait()
+        outcome = self._slot.outcome
+        assert outcome is not None
+        return outcome
 
     def __await__(self) -> Any:
         return self.result().__await__()
