@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xai.exceptions import ConfigurationError, MemoryUnavailableError
+from xai.memory._chroma import chromadb_module
 from xai.memory._embeddings import Embedder
 
 __all__ = ["IndexStore", "collection_names", "reachable"]
@@ -92,7 +93,7 @@ class IndexStore:
         directory = Path(path).expanduser()
 
         def make() -> Any:
-            import chromadb
+            chromadb = chromadb_module()
             from chromadb.config import Settings
 
             directory.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,7 @@ class IndexStore:
         """A Chroma server (``chroma run``), through chromadb's ``HttpClient``."""
 
         def make() -> Any:
-            import chromadb
+            chromadb = chromadb_module()
             from chromadb.config import Settings
 
             return chromadb.HttpClient(
