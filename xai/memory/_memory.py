@@ -115,7 +115,7 @@ class LongTermMemory(Adjudication, Maintenance):
         async with self._opening:
             if self._indexed():  # by another task meanwhile
                 return
-            store = self._shared_store or IndexStore.local(self.directory / "index")
+            store = self._store or self._shared_store or IndexStore.local(self.directory / "index")
             facts, episodes = self._names
             own = self._shared_store is None
             try:
