@@ -29,7 +29,7 @@ __all__ = ["IDLE_EMBEDDED", "SharedClient", "open_clients", "shared_client"]
 IDLE_EMBEDDED = 1
 """Embedded clients kept open while idle: the one used last. One Agent that searches
 keeps its client; a process of many standalone Agents holds one client's threads, not
-one per Agent. Reopening a parked client costs a few milliseconds (its next call)."""
+one per Agent. Its next call opens a parked client again (about 20 ms)."""
 
 _registry: dict[Hashable, SharedClient] = {}
 _open: set[SharedClient] = set()
