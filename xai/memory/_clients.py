@@ -18,7 +18,10 @@ worker thread (every chromadb call is blocking).
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import itertools
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -112,6 +115,7 @@ class SharedClient:
             client, self._client = self._client, None
             self._collections.clear()
         _close(client)
+        _give_back_memory()
         return True
 
     def idle_since(self) -> int | None:
@@ -154,6 +158,29 @@ def _park_idle(used: SharedClient) -> None:
             with _registry_lock:
                 if not shared.started:
                     _open.discard(shared)
+
+
+def _give_back_memory() -> None:
+    """Hand the heap a closed chromadb runtime freed back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere). Its threads freed their memory into arenas
+    that glibc keeps for the process: 166 KiB of RSS stayed per searched Agent without
+    this, 35 KiB per client opened and closed in chromadb alone; the call takes about
+    0.3 ms, once per client parked."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
+    return trim
 
 
 def _close(client: Any) -> None:
