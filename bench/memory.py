@@ -11,7 +11,7 @@ The figures of the issue, on this machine, with the offline embedding model
 2. A store of ``--facts`` facts (10,000). The texts come from 16 templates x
    relatives, names, cities, foods, hobbies, jobs, numbers, ... so no two are
    alike; about 8% are stable (L2) facts. They are embedded in one batched
-   call and loaded through ``LongTermMemory._write``, one ``add`` decision per
+   call and loaded through ``FactStore.write``, one ``add`` decision per
    chunk of 1,000 facts carrying their vectors: the ledger and the index agree
    exactly as after ``adjudicate`` (the store reopens without repairs), but it
    is much faster than deciding 10,000 candidates one by one. The ledger is not
@@ -734,7 +734,7 @@ async def write_chunks(
     decisions = 0
     for start in range(0, len(facts), chunk):
         part = facts[start : start + chunk]
-        await memory._write(
+        await memory.fact_store.write(
             "add",
             "bench: bulk load",
             part,
@@ -757,7 +757,7 @@ async def run_build(job: Job) -> BuildFigures:
         start = time.perf_counter()
         decisions = await write_chunks(memory, facts, vectors, BULK_CHUNK)
         load_s = time.perf_counter() - start
-        indexed = await memory._require_index().count()
+        indexed = await memory.fact_store.require_index().count()
         if indexed != len(facts) or len(memory.facts()) != len(facts):
             raise AssertionError(f"{indexed} indexed, {len(memory.facts())} in the ledger")
     store = Path(job.store)
@@ -805,7 +805,7 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
     try:
         if len(memory.facts()) != len(seeds):
             raise AssertionError(f"the store holds {len(memory.facts())} facts, not {len(seeds)}")
-        index = memory._require_index()
+        index = memory.fact_store.require_index()
         # Load the model and the HNSW segment before the clock starts.
         (vector,) = await memory.embedder.embed([seeds[0].text])
         for _ in range(3):
@@ -817,8 +817,8 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
         time_async(index, "upsert", "index_write", totals, counts)
         time_async(index, "update_metadata", "index_write", totals, counts)
         time_async(index, "delete", "index_write", totals, counts)
-        assert memory._ledger is not None
-        time_async(memory._ledger, "append", "ledger", totals, counts)
+        assert memory.fact_store.ledger is not None
+        time_async(memory.fact_store.ledger, "append", "ledger", totals, counts)
         batches = [candidates[i : i + job.batch] for i in range(0, len(candidates), job.batch)]
         profiler = cProfile.Profile() if job.profile else None
         decisions: list[Decision] = []
@@ -874,7 +874,7 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
 async def measure_level(
     memory: LongTermMemory, job: Job, queries: Sequence[str], purposes: Sequence[str], fill_s: float
 ) -> Level:
-    index = memory._require_index()
+    index = memory.fact_store.require_index()
     collection: Any = index._collection
     vectors = await memory.embedder.embed(list(queries))
 
@@ -971,16 +971,16 @@ async def measure_stages(
     from xai.memory import Columns, rank_apart
     from xai.memory._index import cosines
 
-    index, episodes = memory._require_index(), memory._episode_index
+    index, episodes = memory.fact_store.require_index(), memory._episode_index
     assert episodes is not None
-    lexicon = await memory._lexicon()
+    lexicon = await memory.fact_store.lexicon()
     weights = msgspec.structs.replace(memory.config.recall, lexical=memory.config.lexical_weight)
     depth, corpus, n = weights.depth, episodes.corpus, len(queries)
     units = [np.asarray(v, dtype=np.float32) for v in vectors]
     fact_words = [dict(lexicon.top(q, depth)) for q in queries]
     words = [corpus.words(q, weights) for q in queries]
     nearest = [await episodes.nearest(v, depth) for v in vectors]
-    facts = memory._state.facts
+    facts = memory.fact_store.state.facts
     pools: list[tuple[list[PoolItem], Columns]] = []
     for j in range(n):  # as search makes them: by meaning, then by words alone
         dense = dict(await index.nearest(vectors[j], depth))
@@ -1248,7 +1248,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
         say(
             f"store: {build.facts:,} facts ({build.stable_facts} stable) embedded in one batched "
             f"call in {build.embed_s:.1f} s ({build.embed_sentences_per_s:.0f}/s), loaded through "
-            f"LongTermMemory._write in {build.decisions} add decision(s) of up to "
+            f"FactStore.write in {build.decisions} add decision(s) of up to "
             f"{BULK_CHUNK} facts in {build.load_s:.1f} s; "
             f"ledger {build.ledger_bytes / 1e6:.1f} MB, store {build.store_bytes / 1e6:.1f} MB"
         )
@@ -1334,7 +1334,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
         store_facts=build.facts,
         store_embed_sentences_per_s=build.embed_sentences_per_s,
         store_load_s=build.load_s,
-        store_load_path="LongTermMemory._write, one add decision per 1000 facts",
+        store_load_path="FactStore.write, one add decision per 1000 facts",
     )
     adjudication_met: bool | None = None
     if adjudications:
@@ -1382,7 +1382,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
         summary["search_without_embedding_p50_ms"] = round(
             top.search.p50_ms - top.stages["embed_query"].p50_ms, 3
         )
-    summary["large_fill"] = "filler facts with random unit vectors, through LongTermMemory._write"
+    summary["large_fill"] = "filler facts with random unit vectors, through FactStore.write"
     summary["large_vs_base_search_p50_ratio"] = round(
         top.search.p50_ms / search.levels[0].search.p50_ms, 4
     )

@@ -251,15 +251,15 @@ async def test_neighbours_fetched_ahead_are_fetched_again_when_the_batch_hid_the
         )
         await memory.adjudicate([said("The user has a green bike.")])
         (vector,) = await memory.embedder.embed(["The user has a bike."])
-        ahead = await memory._require_index().nearest_many([vector], 2)
+        ahead = await memory.fact_store.require_index().nearest_many([vector], 2)
         hidden = [fact_id for fact_id, _ in ahead[0]]
-        async with memory._require_lock(), memory._batch():
+        async with memory.fact_store.require_lock(), memory.fact_store.batch():
             for fact_id in hidden:
                 fact = memory.get(fact_id)
                 assert fact is not None
                 gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
-                await memory._write("forget", "test", [gone])
-            nearest = await memory._nearest(vector, 2, indexed=ahead[0])
+                await memory.fact_store.write("forget", "test", [gone])
+            nearest = await memory.fact_store.nearest(vector, 2, indexed=ahead[0])
         (left,) = [f for f in memory.facts() if f.id not in hidden]
         assert [fact_id for fact_id, _ in nearest] == [left.id]
 

@@ -379,12 +379,12 @@ async def test_the_index_is_repaired_from_the_ledger(tmp_path: Path) -> None:
         await memory.adjudicate(
             [candidate("The user speaks Portuguese."), candidate("The user was born in 1990.")]
         )
-        index = memory._require_index()
+        index = memory.fact_store.require_index()
         await index.delete(
             [f.id for f in memory.facts()][:1]
         )  # as if killed before the index write
     async with LongTermMemory(tmp_path) as memory:
-        versions = await memory._require_index().versions()
+        versions = await memory.fact_store.require_index().versions()
         assert versions == {f.id: f.version for f in memory.facts()}
         assert len(await memory.search("language", k=5)) == 2
 
@@ -418,5 +418,5 @@ async def test_one_batch_sees_its_own_earlier_decisions(tmp_path: Path) -> None:
         assert [d.kind for d in decisions] == ["add", "reinforce", "supersede"]
         (fact,) = memory.facts()
         assert fact.text == "The user no longer likes green tea."
-        indexed = await memory._require_index().versions()
+        indexed = await memory.fact_store.require_index().versions()
         assert indexed == {fact.id: fact.version}  # written once, at the end of the batch

@@ -64,7 +64,7 @@ async def test_kill_during_adjudication(tmp_path: Path, point: str, n: int) -> N
         assert set(acked) <= set(decided), "an acknowledged decision was lost"
         assert len(decided) == len(set(decided)), "a candidate was decided twice"
         # ledger and index agree (the index was repaired on open)
-        indexed = await memory._require_index().versions()
+        indexed = await memory.fact_store.require_index().versions()
         assert indexed == {f.id: f.version for f in memory.facts()}  # active facts only
         # redeliver everything: what was decided is not decided again, the rest is
         await memory.adjudicate(candidates())

@@ -59,7 +59,9 @@ async def test_a_corrupt_index_is_rebuilt_from_the_ledger_with_a_warning(tmp_pat
             assert memory.facts() == facts
             (hit,) = await memory.search("herbs in the garden", k=1)
             assert fact_of(hit).text == "The user grows basil."
-            assert await memory._require_index().versions() == {f.id: f.version for f in facts}
+            assert await memory.fact_store.require_index().versions() == {
+                f.id: f.version for f in facts
+            }
     (rebuilt,) = [entry for entry in logs if entry["event"] == "memory.index_rebuilt"]
     assert rebuilt["log_level"] == "warning" and "chroma" not in rebuilt["path"]
     assert (tmp_path / "index.corrupt" / "chroma.sqlite3").read_bytes() == garbage  # kept

@@ -241,7 +241,7 @@ async def test_a_store_read_page_by_page_reopens_without_repairs(
             await memory.adjudicate([MemoryCandidate(text=text, evidence=("m",))])
         before = await memory.search("pottery", k=10)
     async with LongTermMemory(tmp_path, config=MemoryConfig(use_judge=False)) as memory:
-        assert memory._index is not None and await memory._index.count() == 7
+        assert memory.fact_store.index is not None and await memory.fact_store.index.count() == 7
         assert len(memory._episode_index.corpus) == 8  # type: ignore[union-attr]
         assert await memory.search("pottery", k=10) == before
     assert not (tmp_path / "index.corrupt").exists()

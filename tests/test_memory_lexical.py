@@ -118,8 +118,8 @@ async def test_a_fact_retired_in_a_running_batch_is_not_found(tmp_path: Path) ->
             (fact,) = memory.facts()
             assert fact_of((await memory.search("Paris", k=1))[0]).id == fact.id
             retired = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
-            async with memory._batch():  # the index is written when the batch ends
-                await memory._write("forget", "test", [retired])
+            async with memory.fact_store.batch():  # the index is written when the batch ends
+                await memory.fact_store.write("forget", "test", [retired])
                 assert await memory.search("Paris", k=3) == []
 
 

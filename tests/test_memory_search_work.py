@@ -46,7 +46,7 @@ def _candidate(text: str, n: int) -> MemoryCandidate:
 
 
 def _chroma_vectors(memory: LongTermMemory) -> dict[str, np.ndarray]:
-    got: Any = memory._index._collection.get(include=["embeddings"])  # type: ignore[union-attr]
+    got: Any = memory.fact_store.index._collection.get(include=["embeddings"])  # type: ignore[union-attr]
     return {
         i: np.asarray(v, dtype=np.float32)
         for i, v in zip(got["ids"], got["embeddings"], strict=True)
@@ -56,7 +56,7 @@ def _chroma_vectors(memory: LongTermMemory) -> dict[str, np.ndarray]:
 def _assert_held_as_in_chroma(memory: LongTermMemory, every_id: list[str]) -> None:
     stored = _chroma_vectors(memory)
     assert set(stored) == {f.id for f in memory.facts()}
-    held, rows = memory._index.stored(every_id)  # type: ignore[union-attr]
+    held, rows = memory.fact_store.index.stored(every_id)  # type: ignore[union-attr]
     assert sorted(held) == sorted(stored)  # retired facts are not held
     for fact_id, row in zip(held, rows, strict=True):
         chroma = stored[fact_id] / np.linalg.norm(stored[fact_id])
@@ -106,7 +106,7 @@ async def test_a_search_reads_no_stored_vector_from_chromadb(tmp_path: Path) -> 
     async with LongTermMemory(tmp_path, config=config) as memory:
         await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
         await memory.search("warm the index", k=1)
-        index: Any = memory._index
+        index: Any = memory.fact_store.index
         by_words: list[str] = []
         stored = index.stored
 
@@ -241,7 +241,7 @@ async def test_the_hnsw_queries_follow_the_embedding_without_a_trip_to_the_loop(
         await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
         await memory.record_episodes(_episodes())
         await memory.search("warm the indexes", k=1)
-        facts, episodes = _Noted(memory._index), _Noted(memory._episode_index)
+        facts, episodes = _Noted(memory.fact_store.index), _Noted(memory._episode_index)
         assert await memory.search("what does the user drive?", k=3)
     assert embedding and len(facts.stacks) == 1 and len(episodes.stacks) == 1
     assert set(map(id, embedding)) & set(map(id, facts.stacks[0]))
@@ -323,7 +323,7 @@ async def test_a_failed_facts_query_waits_for_the_episodes_query(tmp_path: Path)
         await memory.adjudicate([_candidate(t, n) for n, t in enumerate(SAID)])
         await memory.record_episodes(_episodes())
         await memory.search("warm the indexes", k=1)
-        facts: Any = memory._index
+        facts: Any = memory.fact_store.index
         episodes: Any = memory._episode_index
         facts._collection = Failing(facts._collection)
         episodes._collection = Slow(episodes._collection)

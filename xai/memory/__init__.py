@@ -19,7 +19,9 @@ from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
 from xai.memory._recall import (
+    DEFAULT_CUES,
     Columns,
+    Cues,
     EpisodeLike,
     PoolItem,
     RecallWeights,
@@ -40,11 +42,14 @@ from xai.memory._types import (
     ScoredFact,
     Tier,
 )
+from xai.memory._writer import FactStore
 
 __all__ = [
+    "DEFAULT_CUES",
     "JUDGE_MARKER",
     "BlockingQuestion",
     "Columns",
+    "Cues",
     "DateWindow",
     "Decision",
     "DecisionKind",
@@ -55,6 +60,7 @@ __all__ = [
     "EpisodeStore",
     "Fact",
     "FactStatus",
+    "FactStore",
     "IndexStore",
     "LexicalIndex",
     "LocalMiniLM",

@@ -1,5 +1,6 @@
 """Adjudication: how a Session's candidate becomes a fact (add, reinforce, merge,
-supersede or drop), by the rules or by an LLM judge, written through the memory's writer."""
+supersede or drop), by the rules or by an LLM judge, written through the memory's
+``FactStore`` (the one commit point), which ``Adjudicator`` is handed."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from xai.logs import get_logger
 from xai.memory._judge import Verdict, ask_judge
 from xai.memory._policy import covers, negated, relation, restates, shares_attribute
 from xai.memory._types import Decision, Fact
-from xai.memory._writer import MemoryWriter
+from xai.memory._writer import FactStore
 from xai.messages import MemoryCandidate
+from xai.providers import Provider
 
-__all__ = ["Adjudication", "fact_id_for"]
+__all__ = ["Adjudicator", "fact_id_for"]
 
 _log = get_logger(__name__)
 
@@ -76,8 +78,13 @@ def _breaks_policy(verdict: Verdict, candidate: str, target: Fact | None) -> str
     return None
 
 
-class Adjudication(MemoryWriter):
-    """``adjudicate`` and the decisions it makes (a base of ``LongTermMemory``)."""
+class Adjudicator:
+    """``adjudicate`` and the decisions it makes, written to ``store``; ``judge`` (when set
+    and ``MemoryConfig.use_judge``) is asked about the candidates the rules cannot settle."""
+
+    def __init__(self, store: FactStore, judge: Provider | None) -> None:
+        self.store = store
+        self.judge = judge
 
     async def adjudicate(
         self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
@@ -89,28 +96,28 @@ class Adjudication(MemoryWriter):
         are still the nearest ones when the lock is taken again; else the judge is asked
         again (at most ``_JUDGE_ASKS`` times, then the rules decide).
         """
-        lock = self._require_lock()
-        todo = list({c.id: c for c in candidates if c.id not in self._state.decided}.values())
+        lock = self.store.require_lock()
+        todo = list({c.id: c for c in candidates if c.id not in self.store.state.decided}.values())
         if not todo:
             return []
-        await self._ensure_index()
-        vectors = await self.embedder.embed([c.text for c in todo])
+        await self.store.ensure_index()
+        vectors = await self.store.embedder.embed([c.text for c in todo])
         queue = deque(zip(todo, vectors, strict=True))
         answers: dict[str, _Answer] = {}
         decisions: list[Decision] = []
         while queue:
             question: _Question | None = None
-            async with lock, self._batch():
+            async with lock, self.store.batch():
                 ahead: dict[str, list[tuple[str, float]]] = {}
                 while queue:
                     candidate, vector = queue[0]
-                    if candidate.id in self._state.decided:  # by a concurrent delivery
+                    if candidate.id in self.store.state.decided:  # by a concurrent delivery
                         queue.popleft()
                         continue
                     if candidate.id not in ahead:  # the next ones' neighbours, in one query
                         chunk = list(itertools.islice(queue, _AHEAD))
-                        found = await self._require_index().nearest_many(
-                            [v for _, v in chunk], self.config.neighbours + _MARGIN
+                        found = await self.store.require_index().nearest_many(
+                            [v for _, v in chunk], self.store.config.neighbours + _MARGIN
                         )
                         ahead = {c.id: hits for (c, _), hits in zip(chunk, found, strict=True)}
                     step = await self._decide(
@@ -131,7 +138,7 @@ class Adjudication(MemoryWriter):
                     self.judge,
                     question.text,
                     [text for _, text in question.shown],
-                    max_tokens=self.config.judge_max_tokens,
+                    max_tokens=self.store.config.judge_max_tokens,
                 )
                 earlier = answers.get(question.candidate_id)
                 asks = earlier.asks + 1 if earlier is not None else 1
@@ -147,15 +154,15 @@ class Adjudication(MemoryWriter):
         indexed: list[tuple[str, float]] | None = None,
     ) -> list[Decision] | _Question:
         """Decide one candidate under the lock, or say what to ask the judge first."""
-        config = self.config
+        config = self.store.config
         if not candidate.evidence or not candidate.text.strip():
             return [
-                await self._write(
+                await self.store.write(
                     "drop", "no user evidence", (), candidate=candidate, session_id=session_id
                 )
             ]
-        hits = await self._nearest(vector, config.neighbours, indexed=indexed)
-        near = [(self._state.facts[i], s) for i, s in hits if i in self._state.facts]
+        hits = await self.store.nearest(vector, config.neighbours, indexed=indexed)
+        near = [(self.store.state.facts[i], s) for i, s in hits if i in self.store.state.facts]
         if _log.enabled("debug"):
             top_id, top_similarity = (near[0][0].id, round(near[0][1], 3)) if near else (None, None)
             _log.debug(
@@ -231,7 +238,7 @@ class Adjudication(MemoryWriter):
             decision, reason = "add", f"judge said {decision}, but {broken}: added"
         if decision == "drop":
             return [
-                await self._write(
+                await self.store.write(
                     "drop", reason, (), candidate=candidate, session_id=session_id, judge=True
                 )
             ]
@@ -262,7 +269,7 @@ class Adjudication(MemoryWriter):
         important: bool,
         supersedes: tuple[str, ...] = (),
     ) -> Fact:
-        now = self.clock()
+        now = self.store.clock()
         return Fact(
             id=fact_id_for(candidate),
             text=candidate.text.strip(),
@@ -291,7 +298,7 @@ class Adjudication(MemoryWriter):
     ) -> list[Decision]:
         fact = self._new_fact(candidate, session_id, important=important)
         return [
-            await self._write(
+            await self.store.write(
                 "add", reason, (fact,), candidate=candidate, session_id=session_id,
                 judge=judge, vectors={fact.id: vector},
             )
@@ -302,13 +309,15 @@ class Adjudication(MemoryWriter):
     ) -> Fact:
         new_session = session_id is not None and session_id not in fact.sessions
         tier = fact.tier
-        if important or (new_session and fact.count + 1 >= self.config.promote_after_sessions):
+        if important or (
+            new_session and fact.count + 1 >= self.store.config.promote_after_sessions
+        ):
             tier = "L2"
         return msgspec.structs.replace(
             fact,
             count=fact.count + 1 if new_session else fact.count,
             sessions=(*fact.sessions, session_id) if new_session and session_id else fact.sessions,
-            last_seen=self.clock(),
+            last_seen=self.store.clock(),
             confidence=max(fact.confidence, candidate.confidence),
             sources=(*fact.sources, candidate.id),
             evidence=_union(fact.evidence, candidate.evidence),
@@ -329,7 +338,7 @@ class Adjudication(MemoryWriter):
     ) -> list[Decision]:
         updated = self._recur(fact, candidate, session_id, important=important)
         decisions = [
-            await self._write(
+            await self.store.write(
                 "reinforce",
                 reason,
                 (updated,),
@@ -345,7 +354,7 @@ class Adjudication(MemoryWriter):
         if not (after.tier == "L2" and before.tier == "L1"):
             return []
         why = "judged important" if after.important else f"reported by {after.count} sessions"
-        return [await self._write("promote", why, (after,), session_id=session_id)]
+        return [await self.store.write("promote", why, (after,), session_id=session_id)]
 
     async def _merge(
         self,
@@ -360,9 +369,9 @@ class Adjudication(MemoryWriter):
         merged = msgspec.structs.replace(
             self._recur(fact, candidate, session_id, important=important), text=text
         )
-        (vector,) = await self.embedder.embed([text])
+        (vector,) = await self.store.embedder.embed([text])
         decisions = [
-            await self._write(
+            await self.store.write(
                 "merge", reason, (merged,), candidate=candidate, session_id=session_id,
                 judge=True, vectors={merged.id: vector},
             )
@@ -392,7 +401,7 @@ class Adjudication(MemoryWriter):
             version=old.version + 1,
         )
         return [
-            await self._write(
+            await self.store.write(
                 "supersede", reason, (retired, new), candidate=candidate, session_id=session_id,
                 judge=judge, vectors={new.id: vector},
             )

@@ -19,7 +19,7 @@ import numpy as np
 
 from xai.memory._held import PACKED, pack, unpack
 from xai.memory._lexical import LexicalIndex
-from xai.memory._recall import (
+from xai.memory._pool import (
     PERSON,
     Columns,
     EpisodeLike,

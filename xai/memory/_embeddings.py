@@ -176,6 +176,11 @@ class LocalMiniLM:
         self._model = Path()
         self._digest = ""
 
+    def tokenizer_json(self) -> str:
+        """The model's tokenizer (loaded first if need be), serialised: a copy to count with."""
+        self._load()
+        return str(self._tokenizer.to_str())
+
     def _load(self) -> None:
         if self._session is not None:
             return
@@ -433,11 +438,10 @@ def token_counter(embedder: Embedder) -> Callable[[str], int]:
     """Count tokens as ``embedder``'s model does (the local MiniLM's own tokenizer), else
     estimate four characters per token."""
     if isinstance(embedder, LocalMiniLM):
-        embedder._load()
         from tokenizers import Tokenizer
 
         # A copy that neither truncates (the model's copy stops at 256) nor pads.
-        tokenizer = Tokenizer.from_str(embedder._tokenizer.to_str())
+        tokenizer = Tokenizer.from_str(embedder.tokenizer_json())
         tokenizer.no_truncation()
         tokenizer.no_padding()
 

@@ -19,7 +19,7 @@ from xai.logs import get_logger
 from xai.memory._corpus import EpisodeCorpus
 from xai.memory._embeddings import Embedder
 from xai.memory._index import pages
-from xai.memory._recall import EpisodeLike
+from xai.memory._pool import EpisodeLike
 from xai.memory._store import IndexStore
 
 __all__ = ["COLLECTION", "EpisodeIndex", "embedding_text"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import numpy as np
 
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
+from xai.memory._chroma import chromadb_module
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._held import HeldVectors
 from xai.memory._store import IndexStore
@@ -35,14 +37,21 @@ COLLECTION = "facts"
 
 
 _function_class: Any = None
+_function_lock = threading.Lock()
 
 
 def _minilm_function_class() -> Any:
     """The chromadb embedding function for the local model, registered once by name, so a
     plain chromadb client opening the store can embed ``query_texts`` too."""
-    global _function_class
-    if _function_class is not None:
+    with _function_lock:
+        if _function_class is None:
+            _register_minilm_function()
         return _function_class
+
+
+def _register_minilm_function() -> None:
+    global _function_class
+    chromadb_module()  # whole, under its lock: the imports below find it loaded
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
     from chromadb.utils.embedding_functions import (
         known_embedding_functions,
@@ -73,7 +82,6 @@ def _minilm_function_class() -> Any:
     if XaiMiniLM.name() not in known_embedding_functions:
         register_embedding_function(XaiMiniLM)  # type: ignore[no-untyped-call]
     _function_class = XaiMiniLM
-    return XaiMiniLM
 
 
 def _chroma_embedding_function(embedder: Embedder) -> Any:
@@ -251,6 +259,7 @@ def _forget_store(path: Path) -> None:
     """Drop chromadb's process-wide cache entry for ``path``: a store that failed to
     start stays cached half-built (chromadb 1.5), and every later client on that path
     would get it back broken."""
+    chromadb_module()
     from chromadb.api.shared_system_client import SharedSystemClient
 
     systems: dict[str, Any] = getattr(SharedSystemClient, "_identifier_to_system", {})

@@ -6,48 +6,53 @@ import msgspec
 
 from xai.memory._policy import restates
 from xai.memory._types import Decision, Fact
-from xai.memory._writer import MemoryWriter
+from xai.memory._writer import FactStore
 
 __all__ = ["Maintenance"]
 
 _DAY = 86_400.0
 
 
-class Maintenance(MemoryWriter):
-    """``strength``, ``maintain`` and ``forget`` (a base of ``LongTermMemory``)."""
+class Maintenance:
+    """``strength``, ``maintain`` and ``forget``, written to ``store``."""
+
+    def __init__(self, store: FactStore) -> None:
+        self.store = store
 
     def strength(self, fact: Fact, now: float | None = None) -> float:
         """Confidence decayed by time since last seen (L2 does not decay)."""
         if fact.tier == "L2":
             return fact.confidence
-        age = max(0.0, (now if now is not None else self.clock()) - fact.last_seen)
-        return float(fact.confidence * 0.5 ** (age / (self.config.l1_half_life_days * _DAY)))
+        age = max(0.0, (now if now is not None else self.store.clock()) - fact.last_seen)
+        return float(fact.confidence * 0.5 ** (age / (self.store.config.l1_half_life_days * _DAY)))
 
     async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
-        assert self._lock is not None, "the memory is not open"
-        await self._ensure_index()
-        async with self._lock, self._batch():
-            fact = self._state.facts.get(fact_id)
+        lock = self.store.require_lock()
+        await self.store.ensure_index()
+        async with lock, self.store.batch():
+            fact = self.store.state.facts.get(fact_id)
             if fact is None:
                 raise KeyError(f"no fact {fact_id!r}")
             gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
-            return await self._write("forget", reason, (gone,))
+            return await self.store.write("forget", reason, (gone,))
 
     async def maintain(self) -> list[Decision]:
         """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
-        assert self._lock is not None, "the memory is not open"
-        await self._ensure_index()
-        async with self._lock, self._batch():
+        lock = self.store.require_lock()
+        await self.store.ensure_index()
+        async with lock, self.store.batch():
             decisions: list[Decision] = []
-            now = self.clock()
+            now = self.store.clock()
             for fact in [
-                f for f in self._state.facts.values() if f.status == "active" and f.tier == "L1"
+                f
+                for f in self.store.state.facts.values()
+                if f.status == "active" and f.tier == "L1"
             ]:
                 strength = self.strength(fact, now)
-                if strength < self.config.decay_floor:
+                if strength < self.store.config.decay_floor:
                     gone = msgspec.structs.replace(fact, status="decayed", version=fact.version + 1)
                     decisions.append(
-                        await self._write(
+                        await self.store.write(
                             "decay", f"strength {strength:.3f} below the floor", (gone,)
                         )
                     )
@@ -56,28 +61,28 @@ class Maintenance(MemoryWriter):
 
     async def _compact_l2(self) -> list[Decision]:
         stable = sorted(
-            (f for f in self._state.facts.values() if f.status == "active" and f.tier == "L2"),
+            (f for f in self.store.state.facts.values() if f.status == "active" and f.tier == "L2"),
             key=lambda f: f.first_seen,
         )
         if len(stable) < 2:
             return []
         decisions: list[Decision] = []
-        index = self._require_index()
+        index = self.store.require_index()
         stored = await index.vectors([f.id for f in stable])
         missing = [f for f in stable if f.id not in stored]
         if missing:
-            fresh = await self.embedder.embed([f.text for f in missing])
+            fresh = await self.store.embedder.embed([f.text for f in missing])
             stored.update({f.id: v for f, v in zip(missing, fresh, strict=True)})
         vectors = [stored[f.id] for f in stable]
         for fact, vector in zip(stable, vectors, strict=True):
-            keeper = self._state.facts[fact.id]
+            keeper = self.store.state.facts[fact.id]
             if keeper.status != "active":
                 continue
-            for other_id, similarity in await self._nearest(vector, 4, tiers=["L2"]):
-                other = self._state.facts.get(other_id)
+            for other_id, similarity in await self.store.nearest(vector, 4, tiers=["L2"]):
+                other = self.store.state.facts.get(other_id)
                 if other is None or other.id == keeper.id or other.status != "active":
                     continue
-                if similarity < self.config.l2_merge_similarity or not restates(
+                if similarity < self.store.config.l2_merge_similarity or not restates(
                     other.text, keeper.text
                 ):
                     continue  # only a restatement is folded in: distinct facts stay apart
@@ -99,11 +104,11 @@ class Maintenance(MemoryWriter):
                     other,
                     status="superseded",
                     superseded_by=keeper.id,
-                    valid_to=self.clock(),
+                    valid_to=self.store.clock(),
                     version=other.version + 1,
                 )
                 decisions.append(
-                    await self._write(
+                    await self.store.write(
                         "compact",
                         f"near-duplicate stable facts ({similarity:.2f})",
                         (keeper, retired),

@@ -1,11 +1,12 @@
 """Long-term memory (L1 and L2): opening, reading, search and the memory prefix.
 
-One writer (``_writer.MemoryWriter``): every change goes through ``_write`` under
-one lock, is appended to the ledger (synced) and only then applied to the vector
-index. Reading the ledger back on open rebuilds every fact and repairs the index,
-so a kill at any point loses no decided fact and duplicates none. Adjudication
-(``_adjudication``) and decay/compaction (``_maintenance``) are written on top of
-that writer; ``LongTermMemory`` puts the three together.
+One store (``_writer.FactStore``, ``LongTermMemory.fact_store``) is the commit point:
+every change goes through its ``write`` under one lock, is appended to the ledger
+(synced) and only then applied to the vector index. Reading the ledger back on open
+rebuilds every fact and repairs the index, so a kill at any point loses no decided
+fact and duplicates none. Adjudication (``_adjudication.Adjudicator``) and
+decay/compaction (``_maintenance.Maintenance``) are handed that store;
+``LongTermMemory`` opens the indexes, reads, and puts the three together.
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ import msgspec
 from xai._files import write_atomic
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
-from xai.memory._adjudication import Adjudication
+from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
-from xai.memory._index import VectorIndex, open_index
-from xai.memory._ledger import Ledger, LedgerState
-from xai.memory._lexical import LexicalIndex
+from xai.memory._index import open_index
+from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
 from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
-from xai.messages import Episode
+from xai.memory._writer import FactStore
+from xai.messages import Episode, MemoryCandidate
 from xai.providers import Provider
 
 __all__ = ["LongTermMemory"]
@@ -46,7 +47,7 @@ _EMBEDDER_FILE = "embedder.json"
 """The embeddings the memory's indexes hold (written when they are first opened)."""
 
 
-class LongTermMemory(Adjudication, Maintenance):
+class LongTermMemory:
     """An Agent's L1/L2 memory under ``directory`` (``ledger.jsonl`` + ``index/``)."""
 
     def __init__(
@@ -63,19 +64,22 @@ class LongTermMemory(Adjudication, Maintenance):
         lazy_index: bool = False,
     ) -> None:
         self.directory = Path(directory).expanduser()
-        self.embedder = embedder if embedder is not None else local_minilm()
-        self._embed_query = query_embedding(self.embedder)  # its query encoder, if any
-        self.judge = judge
-        self.config = config if config is not None else MemoryConfig()
-        self.clock = clock
+        self.fact_store = FactStore(
+            self.directory / "ledger.jsonl",
+            embedder=embedder if embedder is not None else local_minilm(),
+            config=config if config is not None else MemoryConfig(),
+            clock=clock,
+            sync=sync,
+            open_index=self._ensure_index,
+            index_lost=self._index_lost,
+        )
+        """The facts and the one way they change (the ledger, then the index)."""
+        self._adjudicator = Adjudicator(self.fact_store, judge)
+        self._maintenance = Maintenance(self.fact_store)
+        self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
         self._sync = sync
-        self._state = LedgerState()
-        self._ledger: Ledger | None = None
-        self._index: VectorIndex | None = None
-        self._lock: anyio.Lock | None = None
-        self._pending = None
-        self._lexical: LexicalIndex | None = None
-        self._order: PrefixOrder | None = None
+        self._order: tuple[int, PrefixOrder] | None = None
+        """The prefix's order of the facts and the store's version it was made at."""
         self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
         self._episode_index: EpisodeIndex | None = None
         self._shared_store = store
@@ -86,6 +90,35 @@ class LongTermMemory(Adjudication, Maintenance):
         self._lazy_index = lazy_index
         self._opening: anyio.Lock | None = None
 
+    @property
+    def embedder(self) -> Embedder:
+        return self.fact_store.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self.fact_store.embedder = embedder
+        self._embed_query = query_embedding(embedder)
+
+    @property
+    def judge(self) -> Provider | None:
+        return self._adjudicator.judge
+
+    @judge.setter
+    def judge(self, judge: Provider | None) -> None:
+        self._adjudicator.judge = judge
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self.fact_store.config
+
+    @config.setter
+    def config(self, config: MemoryConfig) -> None:
+        self.fact_store.config = config
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.fact_store.clock
+
     # -- lifecycle -----------------------------------------------------------------
 
     async def open(self) -> None:
@@ -94,28 +127,24 @@ class LongTermMemory(Adjudication, Maintenance):
         a memory nobody asks starts no chromadb client)."""
         await self.close()  # a second open starts afresh
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / "ledger.jsonl"
-        self._state = await anyio.to_thread.run_sync(Ledger.replay, path)
         self._order = None
         self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
         await anyio.to_thread.run_sync(self._check_embedder)
-        self._ledger = Ledger(path, sync=self._sync)
-        self._lock = anyio.Lock()
+        await self.fact_store.open()
         self._opening = anyio.Lock()
-        self._lexical = None  # rebuilt from this state on the next search
         if not self._lazy_index:
             await self._ensure_index()
 
     async def _ensure_index(self) -> None:
         """Open the indexes if they are not open yet, and repair them from the truth."""
-        if self._index is not None:
+        if self.fact_store.index is not None:
             return
         if self._opening is None:
             raise RuntimeError("the memory is not open: call open() or use `async with`")
         async with self._opening:
-            if self._indexed():  # by another task meanwhile
+            if self.fact_store.indexed():  # opened by another task meanwhile
                 return
-            store = self._shared_store or IndexStore.local(self.directory / "index")
+            store = self._store or self._shared_store or IndexStore.local(self.directory / "index")
             facts, episodes = self._names
             own = self._shared_store is None
             try:
@@ -126,7 +155,7 @@ class LongTermMemory(Adjudication, Maintenance):
                 episode_index = await anyio.to_thread.run_sync(
                     EpisodeIndex.open, store, episodes, self.embedder
                 )
-                self._index = index
+                self.fact_store.index = index
                 await self._reconcile(indexed)
                 await self._prune_episodes()
                 known = list(self._episodes)
@@ -142,7 +171,7 @@ class LongTermMemory(Adjudication, Maintenance):
                         write_atomic, self.directory / _EMBEDDER_FILE, data
                     )
             except BaseException:
-                self._index = self._episode_index = None
+                self.fact_store.index = self._episode_index = None
                 with anyio.CancelScope(shield=True):
                     await self._close_store()
                 raise
@@ -163,11 +192,9 @@ class LongTermMemory(Adjudication, Maintenance):
                 f"not {self.embedder.name!r}"
             )
 
-    def _indexed(self) -> bool:
-        return self._index is not None
-
     def _index_lost(self) -> None:
-        self._index = None
+        """The index store could not be reached: the episodes' index goes with the facts'
+        (the store let go of that one), both opened and repaired again on next use."""
         self._episode_index = None
 
     async def _close_store(self) -> None:
@@ -178,10 +205,7 @@ class LongTermMemory(Adjudication, Maintenance):
     async def close(self) -> None:
         self._episodes.close()
         self._episode_index = None
-        self._index = None
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
+        self.fact_store.close()
         await self._close_store()
 
     async def __aenter__(self) -> LongTermMemory:
@@ -193,8 +217,8 @@ class LongTermMemory(Adjudication, Maintenance):
 
     async def _reconcile(self, indexed: dict[str, int]) -> None:
         """Make the index hold exactly the active facts, each at its latest version."""
-        index = self._require_index()
-        active = {i: f for i, f in self._state.facts.items() if f.status == "active"}
+        index = self.fact_store.require_index()
+        active = {i: f for i, f in self.fact_store.facts.items() if f.status == "active"}
         stale = [f for f in active.values() if indexed.get(f.id) != f.version]
         extra = [i for i in indexed if i not in active]
         if stale:
@@ -207,7 +231,7 @@ class LongTermMemory(Adjudication, Maintenance):
     # -- reading -------------------------------------------------------------------
 
     def get(self, fact_id: str) -> Fact | None:
-        return self._state.facts.get(fact_id)
+        return self.fact_store.facts.get(fact_id)
 
     def facts(
         self, *, status: FactStatus | None = "active", tier: Tier | None = None
@@ -215,7 +239,7 @@ class LongTermMemory(Adjudication, Maintenance):
         """Facts by status and tier, most recently seen first."""
         out = [
             f
-            for f in self._state.facts.values()
+            for f in self.fact_store.facts.values()
             if (status is None or f.status == status) and (tier is None or f.tier == tier)
         ]
         out.sort(key=lambda f: f.last_seen, reverse=True)
@@ -261,7 +285,7 @@ class LongTermMemory(Adjudication, Maintenance):
         ]
 
     def decided(self, candidate_id: str) -> bool:
-        return candidate_id in self._state.decided
+        return self.fact_store.decided(candidate_id)
 
     def ledger(self) -> list[Decision]:
         """Every decision ever made, oldest first (read from disk; works when closed too)."""
@@ -277,40 +301,27 @@ class LongTermMemory(Adjudication, Maintenance):
         cosine similarity.
 
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
-        with self._repaired_if_unreachable():
+        with self.fact_store.repaired_if_unreachable():
             await self.index_episodes()  # opens the indexes first if they are not open yet
-            index = self._require_index()
+            index = self.fact_store.require_index()
             if k <= 0:
                 return []
             weights = msgspec.structs.replace(
                 self.config.recall, lexical=self.config.lexical_weight
             )
             return await search_hits(
-                query, self._embed_query, k, facts=self._state.facts, index=index,
-                lexicon=await self._lexicon(), episodes=self._episodes,
+                query, self._embed_query, k, facts=self.fact_store.facts, index=index,
+                lexicon=await self.fact_store.lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
             )  # fmt: skip
 
-    async def _lexicon(self) -> LexicalIndex:
-        """The BM25 index of the active facts, built (in a worker thread) on first use.
-
-        The build takes the memory's lock, so that no decision lands half-seen; never
-        search from code that holds it (``anyio.Lock`` is not reentrant)."""
-        if self._lexical is None:
-            assert self._lock is not None, "the memory is not open"
-            async with self._lock:  # no write lands while the index is being built
-                if self._lexical is None:
-                    active = [
-                        (f.id, f.text) for f in self._state.facts.values() if f.status == "active"
-                    ]
-                    self._lexical = await anyio.to_thread.run_sync(LexicalIndex.of, active)
-        return self._lexical
-
     def _prefix_order(self) -> PrefixOrder:
         """The prefix's order of the facts, made again after a write."""
-        if self._order is None:
-            self._order = PrefixOrder(self._state.facts.values(), self.config.l1_half_life_days)
-        return self._order
+        version = self.fact_store.version
+        if self._order is None or self._order[0] != version:
+            order = PrefixOrder(self.fact_store.facts.values(), self.config.l1_half_life_days)
+            self._order = (version, order)
+        return self._order[1]
 
     async def prefix(self, purpose: str | None = None, *, budget_tokens: int | None = None) -> str:
         """The facts most relevant to ``purpose``, stable (L2) before tentative (L1), dated,
@@ -326,14 +337,35 @@ class LongTermMemory(Adjudication, Maintenance):
         if purpose and purpose.strip():
             vector = await self._embed_query(purpose)
             await self._ensure_index()
-            hits = await self._require_index().nearest(vector, self.config.prefix_candidates)
+            index = self.fact_store.require_index()
+            hits = await index.nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)
             order = self._prefix_order()  # a decision made meanwhile reset it
         now = self.clock()
         text, used, shown = compose_prefix(
-            order, self._state.facts, relevance,
+            order, self.fact_store.facts, relevance,
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
+
+    # -- changing ------------------------------------------------------------------
+
+    async def adjudicate(
+        self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
+    ) -> list[Decision]:
+        """Decide every candidate not decided before, in order; the decisions made now
+        (``_adjudication.Adjudicator.adjudicate`` says how)."""
+        return await self._adjudicator.adjudicate(candidates, session_id=session_id)
+
+    def strength(self, fact: Fact, now: float | None = None) -> float:
+        """Confidence decayed by time since last seen (L2 does not decay)."""
+        return self._maintenance.strength(fact, now)
+
+    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+        return await self._maintenance.forget(fact_id, reason)
+
+    async def maintain(self) -> list[Decision]:
+        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
+        return await self._maintenance.maintain()

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from xai.exceptions import ConfigurationError, MemoryUnavailableError
+from xai.memory._chroma import chromadb_module
+from xai.memory._clients import SharedClient, shared_client
 from xai.memory._embeddings import Embedder
 
 __all__ = ["IndexStore", "collection_names", "reachable"]
@@ -54,36 +56,55 @@ def reachable(where: str) -> Iterator[None]:
 
 class _Guarded:
     """A chromadb collection whose calls raise ``MemoryUnavailableError`` when its store
-    cannot be reached (every call is blocking: the callers run them in worker threads)."""
+    cannot be reached, fetched from its client for each call: when the client is parked
+    and made again, the collection is fetched again (every call is blocking: the callers
+    run them in worker threads)."""
 
-    __slots__ = ("_collection", "_where")
+    __slots__ = ("_get", "_name", "_shared", "_where", "metadata")
 
-    def __init__(self, collection: Any, where: str) -> None:
-        self._collection = collection
+    def __init__(
+        self, shared: SharedClient, name: str, get: Callable[[Any], Any], metadata: Any, where: str
+    ) -> None:
+        self._shared = shared
+        self._name = name
+        self._get = get
+        """Fetches the collection from a client (the same call that made it)."""
         self._where = where
+        self.metadata = metadata
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._collection, name)
-        if not callable(value):
-            return value
-
         def call(*args: Any, **kwargs: Any) -> Any:
-            with reachable(self._where):
-                return value(*args, **kwargs)
+            with reachable(self._where), self._shared.using() as client:
+                method = getattr(self._shared.collection(self._name, self._get, client), name)
+                del client
+                try:
+                    return method(*args, **kwargs)
+                finally:  # an error's traceback holds this frame: not the client with it
+                    del method
 
         return call
 
 
 class IndexStore:
-    """A chromadb client made on first use (blocking: call from a worker thread)."""
+    """A handle on the process's chromadb client for one directory or server (blocking:
+    call from a worker thread). Handles on the same place share one client (``_clients``),
+    made on first use and closed when the last handle closes."""
 
-    def __init__(self, make: Callable[[], Any], *, where: str, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Any],
+        *,
+        where: str,
+        path: Path | None = None,
+        key: Hashable | None = None,
+    ) -> None:
         self.where = where
         """Where it is, for messages: a directory or a server's address."""
         self.path = path
         """The directory of an embedded store (None for a server)."""
         self._make = make
-        self._client: Any = None
+        self._key: Hashable = key if key is not None else ("own", id(self))
+        self._shared: SharedClient | None = None
         self._guard = threading.Lock()
 
     @classmethod
@@ -92,7 +113,7 @@ class IndexStore:
         directory = Path(path).expanduser()
 
         def make() -> Any:
-            import chromadb
+            chromadb = chromadb_module()
             from chromadb.config import Settings
 
             directory.mkdir(parents=True, exist_ok=True)
@@ -100,7 +121,8 @@ class IndexStore:
                 path=str(directory), settings=Settings(anonymized_telemetry=False)
             )
 
-        return cls(make, where=str(directory), path=directory)
+        key = ("local", str(directory.absolute()))
+        return cls(make, where=str(directory), path=directory, key=key)
 
     @classmethod
     def server(
@@ -109,7 +131,7 @@ class IndexStore:
         """A Chroma server (``chroma run``), through chromadb's ``HttpClient``."""
 
         def make() -> Any:
-            import chromadb
+            chromadb = chromadb_module()
             from chromadb.config import Settings
 
             return chromadb.HttpClient(
@@ -120,18 +142,26 @@ class IndexStore:
                 settings=Settings(anonymized_telemetry=False),
             )
 
-        return cls(make, where=f"{'https' if ssl else 'http'}://{host}:{port}")
+        key = ("server", host, port, ssl, tuple(sorted((headers or {}).items())))
+        return cls(make, where=f"{'https' if ssl else 'http'}://{host}:{port}", key=key)
 
     @property
     def started(self) -> bool:
-        return self._client is not None
+        """Whether this store holds a running client (not parked)."""
+        shared = self._shared
+        return shared is not None and shared.started
+
+    def _held(self) -> SharedClient:
+        with self._guard:
+            if self._shared is None:
+                self._shared = shared_client(self._key, self._make, embedded=self.path is not None)
+            return self._shared
 
     def client(self) -> Any:
-        with self._guard:
-            if self._client is None:
-                with reachable(self.where):
-                    self._client = self._make()
-            return self._client
+        """The chromadb client (made if needed). Held by nobody: parked, it is made again by
+        the next call through a collection; code that keeps it should not."""
+        with reachable(self.where), self._held().using() as client:
+            return client
 
     def collection(
         self, name: str, embedder: Embedder, *, embedding_function: Any = None, what: str = "index"
@@ -141,11 +171,16 @@ class IndexStore:
         options: dict[str, Any] = {"configuration": {"hnsw": {"space": "cosine"}}}
         if embedding_function is not None:
             options["embedding_function"] = embedding_function
+
+        def get(client: Any) -> Any:
+            return client.get_or_create_collection(
+                name, metadata={"embedder": embedder.name}, **options
+            )
+
+        shared = self._held()
         try:
-            with reachable(self.where):
-                collection = self.client().get_or_create_collection(
-                    name, metadata={"embedder": embedder.name}, **options
-                )
+            with reachable(self.where), shared.using() as client:
+                collection = shared.collection(name, get, client)
         except ValueError as exc:  # chromadb: "Embedding function conflict" and the like
             raise ConfigurationError(
                 f"the {what} {name!r} at {self.where} cannot be opened with embeddings "
@@ -157,17 +192,13 @@ class IndexStore:
                 f"the {what} {name!r} at {self.where} was built with embeddings {stored!r}, "
                 f"not {embedder.name!r}"
             )
-        return _Guarded(collection, self.where)
+        return _Guarded(shared, name, get, collection.metadata, self.where)
 
     def close(self) -> None:
-        """Release the client (chromadb stops an embedded store when its last user closes)."""
+        """Let go of the client: the last store on its place closes it (chromadb stops an
+        embedded store when its last client closes). Idempotent; ``client()`` or
+        ``collection()`` after it take it up again."""
         with self._guard:
-            client, self._client = self._client, None
-        close = getattr(client, "close", None)
-        if close is not None:
-            close()
-        # chromadb's HTTP client keeps an httpx session its close() leaves open (1.5):
-        # close it, or its connections linger until the garbage collector finds them.
-        session = getattr(getattr(client, "_server", None), "_session", None)
-        if session is not None and callable(getattr(session, "close", None)):
-            session.close()
+            shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.release()

@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.exceptions import ConfigurationError
-from xai.memory._recall import RecallWeights
+from xai.memory._pool import RecallWeights
 from xai.messages import CandidateKind, DecisionKind, Episode, MemoryCandidate
 
 __all__ = [

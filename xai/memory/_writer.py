@@ -1,16 +1,18 @@
-"""The memory's single writer: every change is one decision, ledger first, then the index.
+"""The memory's facts and the one way they change: ``FactStore``, the commit point.
 
-``MemoryWriter`` is the base of ``LongTermMemory``: it owns the state replayed from
-the ledger, the ledger, the vector index and the lock, and ``_write`` is the only
-way a fact changes. Adjudication (``_adjudication``) and maintenance
-(``_maintenance``) are written on top of it; reading (search, prefix) lives with
-``LongTermMemory``.
+Every change is one decision, made under the store's lock: appended to the ledger
+(synced) first, then applied to the in-memory state, then to the vector index. A kill
+between the two is repaired from the ledger on the next open. Adjudication
+(``_adjudication.Adjudicator``) and decay/compaction (``_maintenance.Maintenance``) are
+handed this one object and change facts only through ``write``; reading (search, the
+prefix) lives with ``LongTermMemory``, which opens the indexes the store writes to.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import anyio
 import numpy as np
@@ -21,12 +23,10 @@ from xai.memory._embeddings import Embedder
 from xai.memory._index import VectorIndex
 from xai.memory._ledger import Ledger, LedgerState
 from xai.memory._lexical import LexicalIndex
-from xai.memory._prefix import PrefixOrder
 from xai.memory._types import Decision, DecisionKind, Fact, MemoryConfig
 from xai.messages import MemoryCandidate
-from xai.providers import Provider
 
-__all__ = ["MemoryWriter"]
+__all__ = ["FactStore"]
 
 _log = get_logger(__name__)
 
@@ -61,37 +61,98 @@ class _Pending:
                 self.updates[fact.id] = fact
 
 
-class MemoryWriter:
-    """The state, the ledger, the index and the one lock every change is made under."""
+class FactStore:
+    """The facts replayed from the ledger, the ledger, the vector index and the one lock
+    every change is made under; ``write`` is the only way a fact changes."""
 
-    embedder: Embedder
-    judge: Provider | None
-    config: MemoryConfig
-    clock: Callable[[], float]
-    _state: LedgerState
-    _ledger: Ledger | None
-    _index: VectorIndex | None
-    _lock: anyio.Lock | None
-    _pending: _Pending | None
-    _lexical: LexicalIndex | None
-    _order: PrefixOrder | None
-    """The prefix's order of the facts, rebuilt on its next use after a write."""
+    def __init__(
+        self,
+        path: Path,
+        *,
+        embedder: Embedder,
+        config: MemoryConfig,
+        clock: Callable[[], float],
+        sync: bool,
+        open_index: Callable[[], Awaitable[None]],
+        index_lost: Callable[[], None],
+    ) -> None:
+        self.path = path
+        """The ledger file."""
+        self.embedder = embedder
+        """The embeddings of the facts in the index (and of candidates compared with them)."""
+        self.config = config
+        self.clock = clock
+        self.state = LedgerState()
+        self.index: VectorIndex | None = None
+        """The facts' vector index, once the memory opened it (``ensure_index``)."""
+        self.lexical: LexicalIndex | None = None
+        """The BM25 index of the active facts, built on first use (``lexicon``)."""
+        self.version = 0
+        """Counts the writes since the store opened: what was derived from the facts at
+        another count (the prefix's order) is derived again."""
+        self._sync = sync
+        self.ledger: Ledger | None = None
+        """The ledger file's writer, while the store is open."""
+        self._lock: anyio.Lock | None = None
+        self._pending: _Pending | None = None
+        self._open_index = open_index
+        self._index_lost = index_lost
 
-    def _require_lock(self) -> anyio.Lock:
+    @property
+    def facts(self) -> Mapping[str, Fact]:
+        """Every fact by id, at its latest version (retired ones too)."""
+        return self.state.facts
+
+    def decided(self, candidate_id: str) -> bool:
+        return candidate_id in self.state.decided
+
+    async def open(self) -> None:
+        """Replay the ledger (in a worker thread) and get ready to write."""
+        self.state = await anyio.to_thread.run_sync(Ledger.replay, self.path)
+        self.ledger = Ledger(self.path, sync=self._sync)
+        self._lock = anyio.Lock()
+        self.lexical = None  # rebuilt from this state on the next search
+        self.version += 1
+
+    def close(self) -> None:
+        self.index = None
+        if self.ledger is not None:
+            self.ledger.close()
+            self.ledger = None
+
+    def require_lock(self) -> anyio.Lock:
         if self._lock is None:
             raise RuntimeError("the memory is not open: call open() or use `async with`")
         return self._lock
 
-    async def _ensure_index(self) -> None:
-        """Open the indexes if they are not open yet (``LongTermMemory`` does)."""
-        raise NotImplementedError
+    async def ensure_index(self) -> None:
+        """Open the indexes if they are not open yet (the memory does, and repairs them)."""
+        await self._open_index()
 
-    def _require_index(self) -> VectorIndex:
-        if self._index is None:
+    def indexed(self) -> bool:
+        """Whether the index is open (a call: a check made before an await is stale after)."""
+        return self.index is not None
+
+    def require_index(self) -> VectorIndex:
+        if self.index is None:
             raise RuntimeError("the memory is not open: call open() or use `async with`")
-        return self._index
+        return self.index
 
-    async def _write(
+    async def lexicon(self) -> LexicalIndex:
+        """The BM25 index of the active facts, built (in a worker thread) on first use.
+
+        The build takes the store's lock, so that no decision lands half-seen; never
+        search from code that holds it (``anyio.Lock`` is not reentrant)."""
+        if self.lexical is None:
+            async with self.require_lock():  # no write lands while the index is being built
+                if self.lexical is None:
+                    active = [
+                        (f.id, f.text) for f in self.state.facts.values() if f.status == "active"
+                    ]
+                    self.lexical = await anyio.to_thread.run_sync(LexicalIndex.of, active)
+        return self.lexical
+
+    async def write(
         self,
         kind: DecisionKind,
         reason: str,
@@ -103,9 +164,9 @@ class MemoryWriter:
         vectors: dict[str, list[float]] | None = None,
     ) -> Decision:
         """Ledger first (the commit point), then the in-memory state, then the index."""
-        assert self._ledger is not None, "the memory is not open"
+        assert self.ledger is not None, "the memory is not open"
         decision = Decision(
-            seq=self._state.seq + 1,
+            seq=self.state.seq + 1,
             kind=kind,
             reason=reason,
             at=self.clock(),
@@ -115,8 +176,8 @@ class MemoryWriter:
             judge=judge,
         )
         pending = self._pending
-        await self._ledger.append(decision, known=self._state.facts, sync=pending is None)
-        self._state.seq = decision.seq  # only once it is written: no gap after a failed write
+        await self.ledger.append(decision, known=self.state.facts, sync=pending is None)
+        self.state.seq = decision.seq  # only once it is written: no gap after a failed write
         if _log.enabled("debug"):
             _log.debug(
                 "memory.written",
@@ -127,24 +188,24 @@ class MemoryWriter:
                 judge=judge,
             )
         if candidate is not None:
-            self._state.decided.add(candidate.id)
-        self._order = None  # the prefix's order is rebuilt on its next use
+            self.state.decided.add(candidate.id)
+        self.version += 1  # the prefix's order is rebuilt on its next use
         for fact in facts:
-            self._state.facts[fact.id] = fact
-            if self._lexical is not None:
+            self.state.facts[fact.id] = fact
+            if self.lexical is not None:
                 if fact.status == "active":
-                    self._lexical.set(fact.id, fact.text)
+                    self.lexical.set(fact.id, fact.text)
                 else:
-                    self._lexical.discard(fact.id)
+                    self.lexical.discard(fact.id)
         vectors = vectors or {}
         if pending is not None:  # applied to the index when the batch ends
             pending.add(facts, vectors)
             return decision
         # The index holds active facts only: retired ones stay in the ledger (and in
         # `facts(status=...)`), so searches need no status filter as history grows.
-        index = self._require_index()
+        index = self.require_index()
         retired = [f.id for f in facts if f.status != "active"]
-        with self._repaired_if_unreachable():
+        with self.repaired_if_unreachable():
             if retired:
                 await index.delete(retired)
             fresh = [f for f in facts if f.status == "active" and f.id in vectors]
@@ -156,21 +217,19 @@ class MemoryWriter:
         return decision
 
     @contextmanager
-    def _repaired_if_unreachable(self) -> Iterator[None]:
+    def repaired_if_unreachable(self) -> Iterator[None]:
         """The index store could not be reached (a Chroma server down): the decision is in
         the ledger, the index may lack it. Let go of the indexes, so the next use opens
         them again and repairs them from the ledger."""
         try:
             yield
         except MemoryUnavailableError:
+            self.index = None
             self._index_lost()
             raise
 
-    def _index_lost(self) -> None:
-        self._index = None
-
     @asynccontextmanager
-    async def _batch(self) -> AsyncIterator[None]:
+    async def batch(self) -> AsyncIterator[None]:
         """Group index writes (chromadb syncs to disk on every write, ~10 ms each) and the
         ledger's fsync: one of each per batch. Ledger first, index after, as always; a kill
         in between is repaired from the ledger on the next open."""
@@ -183,14 +242,14 @@ class MemoryWriter:
         finally:
             self._pending = None
             with anyio.CancelScope(shield=True):
-                if self._ledger is not None:
-                    await self._ledger.flush()
-                index = self._index  # None: let go of (unreachable) during the batch
+                if self.ledger is not None:
+                    await self.ledger.flush()
+                index = self.index  # None: let go of (unreachable) during the batch
                 if index is not None:
-                    with self._repaired_if_unreachable():
+                    with self.repaired_if_unreachable():
                         await _apply(index, pending)
 
-    async def _nearest(
+    async def nearest(
         self,
         vector: list[float],
         k: int,
@@ -209,7 +268,7 @@ class MemoryWriter:
         if pending is None or not busy:
             if indexed is not None:
                 return list(indexed[:k])
-            return await self._require_index().nearest(vector, k, tiers=tiers)
+            return await self.require_index().nearest(vector, k, tiers=tiers)
         hidden = len(pending.deletes) + sum(f.version > 1 for f, _ in pending.upserts.values())
         scores = {
             i: s
@@ -217,7 +276,7 @@ class MemoryWriter:
             if i not in pending.deletes and i not in pending.upserts
         }
         if indexed is None or (len(scores) < k and len(indexed) > len(scores)):
-            hits = await self._require_index().nearest(vector, k + hidden, tiers=tiers)
+            hits = await self.require_index().nearest(vector, k + hidden, tiers=tiers)
             scores = {
                 i: s for i, s in hits if i not in pending.deletes and i not in pending.upserts
             }
@@ -231,7 +290,7 @@ class MemoryWriter:
                     scores[fact_id] = cosine
         live = {
             i: s for i, s in scores.items()
-            if (f := self._state.facts.get(i)) is not None and f.status == "active"
+            if (f := self.state.facts.get(i)) is not None and f.status == "active"
             and (not tiers or f.tier in tiers)
         }  # fmt: skip
         return sorted(live.items(), key=lambda item: -item[1])[:k]
