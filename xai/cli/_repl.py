@@ -30,11 +30,6 @@ from xai.session import Session
 
 __all__ = ["HELP", "run_chat"]
 
-NO_MODEL = (
-    "xai chat needs a model: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL (any "
-    "OpenAI-compatible API), or run `xai demo` for an offline tour."
-)
-
 HELP = """commands:
   /help                      this list
   /new                       close this conversation (it is remembered) and start another
@@ -221,10 +216,7 @@ def _cancel_on_sigint(session: Session) -> Iterator[None]:
 
 
 async def run_chat(agent_dir: Path) -> int:
-    config = LLMConfig.from_env()
-    if not config.is_configured:
-        print(NO_MODEL, file=sys.stderr)
-        return 2
+    config = LLMConfig.from_env().validated()  # no model: main says so, as every command does
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.patch_stdout import patch_stdout
