@@ -4,6 +4,7 @@ in place only on a terminal."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import shutil
@@ -13,6 +14,11 @@ import anyio
 import pytest
 
 from tests.cli_helpers import offline, run_cli
+from xai.agent import At, Cron, Every, Idle, OnEvent
+from xai.cli import Renderer
+from xai.cli._people import duration, error_line, moment, trigger_line, usage_line
+from xai.events import SessionFailed, TurnDone, TurnStarted
+from xai.messages import ErrorInfo, TurnOutcome, TurnStatus, Usage
 from xai.runner import load_batch, run_batch
 from xai.testing import OpenAIWireServer, Reply
 
@@ -84,3 +90,55 @@ def test_the_batch_progress_bar_writes_no_carriage_return_into_a_log(tmp_path: P
         "2/3",
         "3/3",
     ]
+
+
+def test_values_read_as_words() -> None:
+    now = 1_796_175_123.69
+    assert [duration(s) for s in (5, 89, 300, 3600, 5400, 86_400 * 3)] == [
+        "5 s",
+        "89 s",
+        "5 min",
+        "1 h",
+        "1 h 30 min",
+        "3 days",
+    ]
+    assert moment(now + 300, now).endswith("(in 5 min)")
+    assert moment(now - 7200, now).endswith("(2 h ago)")
+    local = dt.datetime.fromtimestamp(now + 86_400 * 2).astimezone()
+    assert moment(now + 86_400 * 2, now).startswith(local.strftime("%Y-%m-%d %H:%M"))
+    assert trigger_line(At(time=now + 300), now).startswith("once, ")
+    assert trigger_line(Every(seconds=90), now) == "every 2 min"
+    assert trigger_line(Cron(expression="0 9 * * *"), now) == "on cron 0 9 * * * (UTC)"
+    assert trigger_line(Idle(seconds=600), now) == "after 10 min with no conversation"
+    assert trigger_line(OnEvent(name="deploy"), now) == "on the event deploy"
+    assert usage_line(None) == "no tokens yet (no model calls)"
+    usage = Usage(prompt_tokens=1234, completion_tokens=56, cached_tokens=1000, requests=2)
+    assert usage_line(usage) == "1,234 tokens in, 56 out (1,000 of those in cached, 2 model calls)"
+    assert usage_line(Usage(prompt_tokens=9, requests=1, estimated=True)).startswith("about 9")
+    assert error_line(KeyError("no fact 'f1'")) == "no fact 'f1'"
+
+
+def test_one_cause_is_said_once_per_turn() -> None:
+    """An unreachable endpoint fails the turn and then the extraction after it: one line.
+    The next turn that fails the same way says it again (it is a new answer that failed)."""
+    out = io.StringIO()
+    render = Renderer(out, color=False, endpoint="http://127.0.0.1:9/v1")
+    unreachable = ErrorInfo(
+        type="ProviderConnectionError",
+        message="could not reach the model endpoint: ConnectError: All connection attempts failed",
+    )
+    failed = TurnOutcome(turn=1, status=TurnStatus.ERROR, error=unreachable)
+    extraction = ErrorInfo(
+        type="RunError", message=f"memory extraction failed ({unreachable.message})"
+    )
+    for _ in range(2):
+        render.event(TurnStarted(turn=1, input=None))
+        render.event(TurnDone(outcome=failed))
+        render.event(SessionFailed(error=extraction, stage="extraction"))
+    assert (
+        out.getvalue().splitlines()
+        == [
+            "[turn error: cannot reach the model at http://127.0.0.1:9/v1: is it running? (LLM_BASE_URL)]"
+        ]
+        * 2
+    )

@@ -82,7 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--log-format", choices=("console", "json"), default="console", help="log line format"
     )
-    common.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    common.add_argument(
+        "--log-level",
+        help="debug, info, warning, error (default: warning; error for chat, whose REPL shows "
+        "each problem once itself)",
+    )
     common.add_argument(
         "--agent-dir", type=Path, help="the Agent's directory (default: under $XAI_HOME)"
     )
@@ -164,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         stream = cast(TextIO, _Stderr())  # the TextIO a logger needs: write, flush, isatty
+        # In the REPL a warning would land mid-conversation, and the REPL already says what
+        # is wrong (once): its logs start at errors unless asked for.
+        args.log_level = args.log_level or ("error" if args.command == "chat" else "warning")
         configure_logging(args.log_format, level=args.log_level, stream=stream)
     except ConfigurationError as exc:
         print(f"xai: {exc}", file=sys.stderr)

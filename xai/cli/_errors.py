@@ -56,7 +56,7 @@ def no_model(detail: str | None = None) -> ConfigurationError:
     """The error of every command that needs a model and has none: one wording everywhere."""
     why = f" ({detail})" if detail else ""
     return ConfigurationError(
-        f"no model configured{why}: set LLM_BASE_URL, LLM_MODEL and LLM_API_KEY (any "
+        f"no model configured{why}: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL (any "
         "OpenAI-compatible API; an endpoint on this machine needs no key), or run "
         "`xai demo` for an offline tour",
         variable="LLM_MODEL",
