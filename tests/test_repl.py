@@ -51,7 +51,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
             env=env,
             cwd=str(ROOT),
             encoding="utf-8",
-            timeout=30,
+            timeout=60,  # each expect; the first waits for an interpreter to start
             dimensions=(40, 200),
         )
         try:
