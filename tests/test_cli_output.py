@@ -5,6 +5,7 @@ in place only on a terminal."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import io
 import json
 import shutil
@@ -15,9 +16,10 @@ import pytest
 
 from tests.cli_helpers import offline, run_cli
 from xai.agent import At, Cron, Every, Idle, OnEvent
-from xai.cli import Renderer
+from xai.cli import Renderer, explain
 from xai.cli._people import duration, error_line, moment, trigger_line, usage_line
 from xai.events import SessionFailed, TurnDone, TurnStarted
+from xai.exceptions import ConfigurationError, ServerError
 from xai.messages import ErrorInfo, TurnOutcome, TurnStatus, Usage
 from xai.runner import load_batch, run_batch
 from xai.testing import OpenAIWireServer, Reply
@@ -142,3 +144,58 @@ def test_one_cause_is_said_once_per_turn() -> None:
         ]
         * 2
     )
+
+
+@pytest.mark.parametrize(
+    ("error", "line", "code"),
+    [
+        (
+            PermissionError(errno.EACCES, "Permission denied", "/srv/xai/agent.json"),
+            "cannot write /srv/xai/agent.json: Permission denied; choose a directory you can write",
+            2,
+        ),
+        (
+            OSError(errno.ENOSPC, "No space left on device", "/srv/xai/ledger.jsonl"),
+            "no space left on the disk of /srv/xai/ledger.jsonl: free some space",
+            1,
+        ),
+        (
+            ConfigurationError(
+                "LLM_API_KEY is not set: https://x.example needs an API key "
+                "(set LLM_API_KEY, or pass api_key=...)",
+                variable="LLM_API_KEY",
+            ),
+            "no model configured (LLM_API_KEY is not set: https://x.example needs an API key)",
+            2,
+        ),
+        (
+            ExceptionGroup("g", [ServerError("503 Service Unavailable")]),
+            "the run failed: 503 Service Unavailable",
+            1,
+        ),
+    ],
+)
+def test_errors_a_command_can_end_with_read_as_one_line(
+    error: BaseException, line: str, code: int
+) -> None:
+    """The cases the process table cannot make as root (a permission) or safely (a full
+    disk), through the one function that words them."""
+    explained = explain(error)
+    assert explained is not None
+    assert explained.message.startswith(line) and explained.code == code
+
+
+def test_an_error_xai_does_not_know_is_one_line_and_debug_shows_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object) -> int:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr("xai.cli._runner.run_command", broken)
+    done = run_cli(capsys, "run", tmp_path / "in.json", "--outdir", tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "xai: unexpected error: ValueError: a bug (run with --log-level debug to see where)"
+    ]
+    with pytest.raises(ValueError, match="a bug"):
+        run_cli(capsys, "run", tmp_path / "in.json", "--outdir", tmp_path, "--log-level", "debug")
