@@ -35,6 +35,9 @@ def long_story(body: Mapping[str, Any]) -> Reply | None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+# 13 s at load 9.5 on 2 cores (a process start, four turns, a wake-up, an adjudication that
+# builds the query model): ~30 s at load 20, and five times that is past the default 60 s.
+@pytest.mark.timeout(180)
 def test_chat_in_a_terminal(tmp_path: Path) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(long_story)
