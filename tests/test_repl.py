@@ -106,6 +106,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+@pytest.mark.timeout(120)  # ~8 s at load 9.7 on 2 cores: 5x its time at load 20
 def test_memory_says_when_a_decision_is_pending(tmp_path: Path) -> None:
     """/memory typed before the conversation's candidates are decided says so, rather than
     "nothing remembered yet"; once decided, the fact is there."""
@@ -162,6 +163,7 @@ def _text(message: Mapping[str, Any]) -> str:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+@pytest.mark.timeout(120)  # ~8 s at load 9.7 on 2 cores: 5x its time at load 20
 def test_the_repl_speaks_to_a_person_not_in_python(tmp_path: Path) -> None:
     """Against an endpoint nothing listens on, one "hi" says once what is wrong (no log
     warnings mid-conversation, no second line for the extraction that failed the same way);
