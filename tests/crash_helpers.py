@@ -37,7 +37,7 @@ def kill_when(
             assert time.monotonic() < deadline, "the child never reached the kill point"
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=10) == -signal.SIGKILL
+        assert child.wait(timeout=30) == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()

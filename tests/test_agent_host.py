@@ -174,7 +174,7 @@ async def test_another_host_that_takes_a_suspended_agent_over_goes_on_with_its_s
 
     async def until_done(host: AgentHost, session: str, after: int) -> list[int]:
         seqs = []
-        with anyio.fail_after(20):  # a guard against a hang, not a wait
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
             async with aclosing(await host.events("ada", session, after)) as events:
                 async for event in events:
                     seqs.append(event.seq)
@@ -217,7 +217,7 @@ async def test_a_helper_of_a_streamed_session_is_streamed_from_its_first_event(
         assert outcome.status is TurnStatus.COMPLETED and outcome.text == "echo: echo: a sub-task"
         [helper] = helpers
         assert helper is not None
-        with anyio.fail_after(20):  # a guard against a hang, not a wait
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
             events = [e.event async for e in await host.events("ada", helper)]  # until closed
         assert isinstance(events[0], TurnStarted) and isinstance(events[-1], SessionClosed)
         done = [e.outcome.text for e in events if isinstance(e, TurnDone)]

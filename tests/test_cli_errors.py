@@ -83,7 +83,7 @@ def test_a_second_chat_on_one_agent_fails_in_one_line(tmp_path: Path) -> None:
             env=env,
             cwd=str(ROOT),
             encoding="utf-8",
-            timeout=30,
+            timeout=60,  # each expect; the first waits for an interpreter to start
         )
         try:
             first.expect("you>")

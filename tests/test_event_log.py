@@ -38,7 +38,7 @@ async def writing(path: Path, capacity: int = 100) -> AsyncIterator[SessionStrea
 
 async def take(stream: SessionStream, after: int, n: int) -> list[SessionEvent]:
     got: list[SessionEvent] = []
-    with anyio.fail_after(10):  # a guard against a hang, not a wait
+    with anyio.fail_after(30):  # a guard against a hang, not a wait
         async with aclosing(stream.since(after)) as events:
             async for event in events:
                 got.append(event)

@@ -79,7 +79,7 @@ def test_random_kills_lose_nothing(tmp_path: Path, openai_server: OpenAIWireServ
         finally:
             if process.pid is not None and process.exitcode is None:
                 os.kill(process.pid, signal.SIGKILL)
-            process.join(10)
+            process.join(30)
         assert process.exitcode == -signal.SIGKILL, f"life {life} ended by itself (seed {SEED})"
     final = context.Process(
         target=_run_life, args=(str(tmp_path), openai_server.base_url, KILLS, SEED, True)

@@ -182,7 +182,7 @@ async def test_wakeups_fired_and_skipped_are_info_lines(
         events = agent.events()
         agent.scheduler.add(Wakeup(id="ping", trigger=OnEvent(name="ping"), text=f"hi {MARK}"))
         agent.notify("ping")
-        with anyio.fail_after(10):
+        with anyio.fail_after(30):
             async for event in events:
                 if isinstance(event.event, SessionEnded):
                     break

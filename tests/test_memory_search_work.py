@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, SimpleNamespace
@@ -198,7 +197,7 @@ async def test_the_question_says_when_it_is_running_even_when_cached_or_failing(
 
 async def test_waiting_for_an_embedding_that_never_starts_ends() -> None:
     # A worker pool kept busy elsewhere: the words are scored anyway, a little later.
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         await _until(threading.Event(), 0.01)
 
 
@@ -301,12 +300,14 @@ async def test_a_failed_facts_query_waits_for_the_episodes_query(tmp_path: Path)
     # Both HNSW queries run in threads; when the facts' one fails, the search must not
     # return (and let its caller close the store) while the episodes' one still runs.
     episodes_done = threading.Event()
+    facts_failed = threading.Event()
 
     class Failing:
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 
         def query(self, *args: Any, **kwargs: Any) -> Any:
+            facts_failed.set()
             raise RuntimeError("the facts' index broke")
 
         def __getattr__(self, name: str) -> Any:
@@ -314,7 +315,7 @@ async def test_a_failed_facts_query_waits_for_the_episodes_query(tmp_path: Path)
 
     class Slow(Failing):
         def query(self, *args: Any, **kwargs: Any) -> Any:
-            time.sleep(0.2)  # still running when the facts' query has failed
+            facts_failed.wait(timeout=30)  # still running when the facts' query has failed
             found = self.inner.query(*args, **kwargs)
             episodes_done.set()
             return found

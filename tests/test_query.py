@@ -143,7 +143,7 @@ async def test_parallel_tool_calls_overlap(
         arrived += 1
         if arrived == 2:
             both_running.set()
-        with anyio.fail_after(5):  # sequential execution would deadlock here
+        with anyio.fail_after(30):  # sequential execution would deadlock here
             await both_running.wait()
         return f"met {name}"
 

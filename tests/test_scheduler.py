@@ -50,8 +50,8 @@ def provider() -> ScriptedProvider:
 
 
 async def expect(events: Subscription[AgentEvent], kind: type, **match: Any) -> Any:
-    """The next event of ``kind`` whose fields match (10 s at most, real time)."""
-    with anyio.fail_after(10):
+    """The next event of ``kind`` whose fields match (30 s at most, real time)."""
+    with anyio.fail_after(30):
         async for event in events:
             body = event.event
             if isinstance(body, kind) and all(getattr(body, k) == v for k, v in match.items()):

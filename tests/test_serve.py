@@ -86,7 +86,7 @@ async def gateway(
     async with (
         AgentHost(root, lambda _: provider, **host) as agents,
         listening(create_app(LocalBackend(agents), token=token)) as url,
-        httpx.AsyncClient(base_url=url, timeout=20) as client,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
     ):
         yield client, agents
 
@@ -144,7 +144,7 @@ async def test_a_turn_streams_text_deltas_tool_calls_and_its_end(
         input_id = sent.json()["input_id"]
         await gate.entered.wait()
         gate.release.set()
-        with anyio.fail_after(25):  # a guard against a hang, not a wait
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
             events = await read(client, path + "/events", turns_done(1))
     assert consecutive(seqs(events))  # none missing
     decoded = [msgspec.json.decode(e.data, type=SessionEvent) for e in events]
@@ -217,7 +217,7 @@ async def test_events_older_than_the_window_or_past_the_end_are_a_410_not_a_gap(
         done = (await host.agent("ada")).session(session).events(buffer=1000)
         sent = await client.post(path + "/messages", json={"text": "a long enough answer"})
         assert sent.is_success
-        with anyio.fail_after(25):  # a guard against a hang, not a wait
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
             async for event in done:
                 if isinstance(event.event, TurnDone):
                     break
@@ -271,7 +271,7 @@ async def test_facts_are_listed_after_a_close_and_a_closed_session_is_409(
         decided = (await host.agent("ada")).events()  # the Agent adjudicates after the turn
         assert (await client.post(path + "/messages", json={"text": "I am Ada"})).is_success
         await read(client, path + "/events", turns_done(1))
-        with anyio.fail_after(25):  # a guard against a hang, not a wait
+        with anyio.fail_after(30):  # a guard against a hang, not a wait
             async for event in decided:
                 if isinstance(event.event, MemoryDecided) and event.event.decision == "add":
                     break

@@ -99,7 +99,7 @@ def test_command_line_server_with_a_script_file(tmp_path: Path) -> None:
         assert done.choices[0].message.content == "from the script file"
     finally:
         process.terminate()
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=30) == 0
         if process.stdout is not None:
             process.stdout.close()
 

@@ -40,7 +40,7 @@ async def served(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Starlette]]:
     async with AgentHost(root, lambda _: provider) as host:
         app = create_app(LocalBackend(host), token=token)
-        async with listening(app) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        async with listening(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
             yield client, app
 
 

@@ -1,8 +1,8 @@
 """The ``xai`` command.
 
-Exit codes: 0 success; 1 the run failed (a provider error, a failed turn);
-2 bad usage or configuration (including no model configured for ``chat``);
-130 interrupted.
+Exit codes: 0 success; 1 the run failed (a provider error, a failed turn); 2 bad usage or
+configuration (no model configured, a directory that cannot be written, a port in use);
+130 interrupted. Every error ends the command as one ``xai: ...`` line (``_errors``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,18 @@ from typing import TextIO, cast
 import anyio
 
 from xai import __version__
+from xai.cli._errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Explained,
+    explain,
+    single_error,
+)
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import default_home, is_plain_name
-from xai.exceptions import ConfigurationError, UsageError
+from xai.exceptions import ConfigurationError
 from xai.logs import configure_logging
 
 __all__ = [
@@ -27,19 +36,16 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "Explained",
     "Printer",
     "Renderer",
     "default_home",
+    "explain",
     "main",
     "session_ended",
     "single_error",
     "turn_done",
 ]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 class _Stderr(io.TextIOBase):
@@ -54,13 +60,6 @@ class _Stderr(io.TextIOBase):
 
     def isatty(self) -> bool:
         return sys.stderr.isatty()
-
-
-def single_error(error: BaseException) -> BaseException:
-    """The one error a (nested) exception group holds; else ``error`` itself."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,7 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--log-format", choices=("console", "json"), default="console", help="log line format"
     )
-    common.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    common.add_argument(
+        "--log-level",
+        help="debug, info, warning, error (default: warning; error for chat, whose REPL shows "
+        "each problem once itself)",
+    )
     common.add_argument(
         "--agent-dir", type=Path, help="the Agent's directory (default: under $XAI_HOME)"
     )
@@ -165,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         stream = cast(TextIO, _Stderr())  # the TextIO a logger needs: write, flush, isatty
+        # In the REPL a warning would land mid-conversation, and the REPL already says what
+        # is wrong (once): its logs start at errors unless asked for.
+        args.log_level = args.log_level or ("error" if args.command == "chat" else "warning")
         configure_logging(args.log_format, level=args.log_level, stream=stream)
     except ConfigurationError as exc:
         print(f"xai: {exc}", file=sys.stderr)
@@ -174,51 +180,57 @@ def main(argv: list[str] | None = None) -> int:
     if args.base_url:
         os.environ["LLM_BASE_URL"] = args.base_url
     try:
-        if args.command == "demo":
-            from xai.cli._demo import run_demo
+        return _run(args)
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as error:
+        explained = explain(error)
+        if explained is None:  # a bug of xai: say what, and how to see where
+            if args.log_level.lower() == "debug":
+                raise
+            cause = single_error(error)
+            explained = Explained(
+                f"unexpected error: {type(cause).__name__}: {cause} "
+                "(run with --log-level debug to see where)",
+                EXIT_FAILED,
+            )
+        if explained.message:
+            print(f"xai: {explained.message}", file=sys.stderr)
+        return explained.code
 
-            directory = args.agent_dir or default_home() / "demo-agent"
-            return anyio.run(run_demo, directory.expanduser())
-        if args.command in ("run", "batch"):
-            from xai.cli._runner import run_command
 
-            return run_command(args)
-        if args.command in ("ingest", "ask"):
-            from xai.cli._rag import ask_command, ingest_command
+def _run(args: argparse.Namespace) -> int:
+    """Run the subcommand; every error is the caller's to explain."""
+    if args.command == "demo":
+        from xai.cli._demo import run_demo
 
-            return ingest_command(args) if args.command == "ingest" else ask_command(args)
-        if args.command == "eval":
-            from xai.cli._eval import eval_command
+        directory = args.agent_dir or default_home() / "demo-agent"
+        return anyio.run(run_demo, directory.expanduser())
+    if args.command in ("run", "batch"):
+        from xai.cli._runner import run_command
 
-            return eval_command(args)
-        if args.command == "mcp":
-            from xai.cli._mcp import mcp_command
+        return run_command(args)
+    if args.command in ("ingest", "ask"):
+        from xai.cli._rag import ask_command, ingest_command
 
-            return mcp_command(args, default_home() / "agents" / "mcp")
-        if args.command == "serve":
-            from xai.cli._serve import serve_command
+        return ingest_command(args) if args.command == "ingest" else ask_command(args)
+    if args.command == "eval":
+        from xai.cli._eval import eval_command
 
-            return serve_command(args)
-        if args.command == "chat":
-            from xai.cli._repl import run_chat
+        return eval_command(args)
+    if args.command == "mcp":
+        from xai.cli._mcp import mcp_command
 
-            if not is_plain_name(args.agent):
-                raise ConfigurationError(
-                    f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
-                )
-            directory = args.agent_dir or default_home() / "agents" / args.agent
-            return anyio.run(run_chat, directory.expanduser())
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except UsageError as exc:
-        print(f"xai: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BaseExceptionGroup as group:  # from a task group: the error that caused it
-        cause = single_error(group)
-        if isinstance(cause, KeyboardInterrupt):
-            return EXIT_INTERRUPTED
-        if not isinstance(cause, UsageError):
-            raise
-        print(f"xai: {cause}", file=sys.stderr)
-        return EXIT_USAGE
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+        return mcp_command(args, default_home() / "agents" / "mcp")
+    if args.command == "serve":
+        from xai.cli._serve import serve_command
+
+        return serve_command(args)
+    if args.command == "chat":
+        from xai.cli._repl import run_chat
+
+        if not is_plain_name(args.agent):
+            raise ConfigurationError(
+                f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
+            )
+        directory = args.agent_dir or default_home() / "agents" / args.agent
+        return anyio.run(run_chat, directory.expanduser())
+    raise ConfigurationError(f"unknown command {args.command!r}")  # pragma: no cover

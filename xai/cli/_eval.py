@@ -141,6 +141,7 @@ def eval_command(args: argparse.Namespace) -> int:
     import anyio
 
     from xai.cli import EXIT_FAILED, EXIT_OK
+    from xai.cli._errors import explain
 
     ks = _ks(args.k)
     names = _backend_names(args.backend)
@@ -148,9 +149,9 @@ def eval_command(args: argparse.Namespace) -> int:
         raise UsageError("--context-k, --concurrency and --limit must be at least 1")
     try:
         summary = anyio.run(lambda: _run(args, names, ks))
-    except UsageError:
-        raise
     except Exception as exc:
+        if explain(exc) is not None:  # a setting, a directory, a port: main says what to fix
+            raise
         print(f"xai: the evaluation failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     out = args.out.expanduser()
@@ -194,7 +195,9 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
     if answers == "auto":
         answers = "model" if config.is_configured else "scripted"
     if (answers == "model" or args.judge) and not config.is_configured:
-        raise UsageError("--answers model and --judge need a model: set LLM_API_KEY, LLM_MODEL")
+        from xai.cli._errors import no_model
+
+        raise no_model("--answers model and --judge need one")
     async with AsyncExitStack() as stack:
         model = None
         if config.is_configured:

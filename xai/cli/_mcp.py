@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from xai.agent import Agent, AgentConfig
+from xai.cli._errors import port_error
 from xai.cli._signals import stop_on_signal
 from xai.config import LLMConfig
 from xai.exceptions import ConfigurationError
@@ -87,7 +88,10 @@ async def serve_agent(directory: Path, http: str | None) -> int:
                 # Ctrl-C or SIGTERM: stop serving, then the Agent closes its Sessions (their
                 # memory candidates adjudicated) before the process ends.
                 group.start_soon(stop_on_signal, stop)
-                await serve_http(agent, *address, ready=ready, stop=stop)
+                try:
+                    await serve_http(agent, *address, ready=ready, stop=stop)
+                except OSError as error:  # only binding raises one out of the server
+                    raise port_error(error, *address, "--http") from None
                 group.cancel_scope.cancel()
     return 0
 

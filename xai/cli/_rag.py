@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai.config import default_home
+from xai.cli._errors import EXIT_FAILED, EXIT_OK
+from xai.config import LLMConfig, default_home
 from xai.core import KnowledgeBase, ScenarioConfig, ScenarioError, arun_agent, load_scenario
 
 __all__ = ["ask_command", "ingest_command", "resolve_scenario", "run_ask", "run_ingest"]
@@ -41,7 +42,12 @@ def ingest_command(args: argparse.Namespace) -> int:
 
 
 def ask_command(args: argparse.Namespace) -> int:
-    return anyio.run(run_ask, args, resolve_scenario(args.scenario))
+    scenario = resolve_scenario(args.scenario)
+    config = LLMConfig.from_env()
+    if scenario.model.model:
+        config = msgspec.structs.replace(config, model=scenario.model.model)
+    config.validated()  # no model: the one message every command gives (main says it)
+    return anyio.run(run_ask, args, scenario)
 
 
 async def run_ingest(args: argparse.Namespace, scenario_id: str) -> int:
@@ -72,6 +78,19 @@ async def run_ask(args: argparse.Namespace, scenario: ScenarioConfig) -> int:
         for call in result.tool_calls:
             status = "ok" if call.success else f"error: {call.error}"
             print(f"  tool {call.tool_name}({call.arguments}) -> {status}")
-        if result.status == "failed":
-            print(f"failed: {result.error}", file=sys.stderr)
-    return 0 if result.status == "success" else 1
+    if result.error is not None:
+        # A failed run, or an answer that is not the scenario's structured output (its raw
+        # text is printed above): either way not the answer asked for.
+        print(f"xai: {_for_a_person(result.error)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _for_a_person(error: str) -> str:
+    """``AgentResult.error`` without the Python class name it may start with."""
+    kind, sep, rest = error.partition(": ")
+    if sep and kind.isidentifier() and kind[:1].isupper() and kind.endswith("Error"):
+        return rest
+    if kind == "structured output":
+        return f"the answer is not the structured output the scenario asks for: {rest}"
+    return f"the run failed: {error}"

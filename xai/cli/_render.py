@@ -10,6 +10,7 @@ from typing import TextIO, TypeAlias, assert_never
 
 import anyio
 
+from xai.cli._people import problem
 from xai.events import (
     AgentEvent,
     AgentEventBody,
@@ -35,7 +36,7 @@ from xai.events import (
     WakeupFired,
     WakeupSkipped,
 )
-from xai.messages import AssistantMessage, TurnStatus
+from xai.messages import AssistantMessage, ErrorInfo, TurnStatus
 from xai.session import Subscription
 
 __all__ = ["Printer", "Renderer", "session_ended", "turn_done"]
@@ -48,8 +49,15 @@ class Renderer:
     than the one being typed into (wake-ups, delegated children).
     """
 
-    def __init__(self, out: TextIO | None = None, *, color: bool | None = None) -> None:
+    def __init__(
+        self, out: TextIO | None = None, *, color: bool | None = None, endpoint: str | None = None
+    ) -> None:
         self.out = out or sys.stdout
+        self.endpoint = endpoint  # the model's base URL, named when it cannot be reached
+        # The last problem shown since a turn began: the same cause reported again (the turn
+        # failed, then the memory extraction after it, for one unreachable endpoint) is said
+        # once per turn.
+        self._problem: str | None = None
         use_color = self.out.isatty() if color is None else color
         self.dim = "\x1b[2m" if use_color else ""
         self.bold = "\x1b[1m" if use_color else ""
@@ -65,6 +73,13 @@ class Renderer:
         if self._open is not None:
             self._write(f"{self.reset}\n")
             self._open = None
+
+    def _say_problem(self, tag: str, what: str, error: ErrorInfo) -> None:
+        text = problem(error, self.endpoint)
+        if text == self._problem:
+            return
+        self._problem = text
+        self.line(f"{tag}{self.dim}[{what}: {text}]{self.reset}")
 
     def line(self, text: str) -> None:
         self._end_line()
@@ -100,9 +115,10 @@ class Renderer:
             self.line(f"{tag}{self.dim}✓ {r.tool_name} [{status}] {content}{self.reset}")
         elif isinstance(body, TurnDone):
             o = body.outcome
-            if o.status is not TurnStatus.COMPLETED:
-                detail = f": {o.error.message}" if o.error else ""
-                self.line(f"{tag}{self.dim}[turn {o.status.value}{detail}]{self.reset}")
+            if o.status is not TurnStatus.COMPLETED and o.error is not None:
+                self._say_problem(tag, f"turn {o.status.value}", o.error)
+            elif o.status is not TurnStatus.COMPLETED:
+                self.line(f"{tag}{self.dim}[turn {o.status.value}]{self.reset}")
         elif isinstance(body, CandidatesProposed):
             for candidate in body.candidates:
                 self.line(f"{tag}{self.dim}[noted: {candidate.text}]{self.reset}")
@@ -119,7 +135,7 @@ class Renderer:
         elif isinstance(body, WakeupSkipped):
             self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
         elif isinstance(body, SessionFailed):
-            self.line(f"{tag}{self.dim}[{body.stage} failed: {body.error.message}]{self.reset}")
+            self._say_problem(tag, f"{body.stage} failed", body.error)
         elif isinstance(body, JournalQuarantined):
             self.line(
                 f"{self.bold}[a conversation's journal could not be read ({body.error}): "
@@ -131,7 +147,9 @@ class Renderer:
             )
         elif isinstance(body, (QueryDone, SessionEnded, SessionClosed)):
             self._end_line()
-        elif isinstance(body, (TurnStarted, SessionFinalizing, SessionOpened)):
+        elif isinstance(body, TurnStarted):
+            self._problem = None  # each turn says what went wrong with it (once)
+        elif isinstance(body, (SessionFinalizing, SessionOpened)):
             pass  # nothing to show: what follows says it
         else:
             assert_never(body)

@@ -20,7 +20,8 @@ from typing import assert_never
 
 import anyio
 
-from xai.agent import Agent, At, Cron, Every, Wakeup
+from xai.agent import Agent, At, Cron, Every, Wakeup, WakeupState
+from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
 from xai.exceptions import ConfigurationError
@@ -29,11 +30,6 @@ from xai.providers import OpenAIProvider
 from xai.session import Session
 
 __all__ = ["HELP", "run_chat"]
-
-NO_MODEL = (
-    "xai chat needs a model: set LLM_API_KEY, LLM_BASE_URL and LLM_MODEL (any "
-    "OpenAI-compatible API), or run `xai demo` for an offline tour."
-)
 
 HELP = """commands:
   /help                      this list
@@ -95,16 +91,16 @@ class Repl:
                 await agent.forget(args[0])
                 self.render.line(f"forgotten: {args[0]}")
             except KeyError as exc:
-                self.render.line(f"error: {exc}")
+                self.render.line(f"error: {error_line(exc)}")
         elif name == "/persona":
             self.render.line(agent.persona.render())
         elif name == "/wake":
             self._wake(args)
         elif name == "/usage":
             session_usage = self.session.usage if self.session is not None else None
-            self.render.line(f"this conversation: {session_usage}")
+            self.render.line(f"this conversation: {usage_line(session_usage)}")
         else:
-            self.render.line(f"unknown command {name!r}; /help lists them")
+            self.render.line(f"unknown command {name}; /help lists them")
         return True
 
     async def _memory(self, query: str) -> None:
@@ -130,9 +126,9 @@ class Repl:
             states = scheduler.list()
             if not states:
                 self.render.line("(no wake-ups)")
+            now = self.agent.clock.now()
             for state in states:
-                w = state.wakeup
-                self.render.line(f"{w.id}  {w.trigger}  runs={state.runs}  {w.text!r}")
+                self.render.line(_wake_line(state, now))
             return
         try:
             if args[0] == "remove" and len(args) == 2:
@@ -159,10 +155,10 @@ class Repl:
                 if trigger is None:
                     raise ConfigurationError(f"unknown kind {kind!r}: every, in or cron")
                 scheduler.add(Wakeup(id=wake_id, trigger=trigger, text=text))
-                self.render.line(f"added {wake_id}")
+                self.render.line(f"added {wake_id}: {trigger_line(trigger, now)}")
                 return
         except (ValueError, KeyError, ConfigurationError) as exc:
-            self.render.line(f"error: {exc}")
+            self.render.line(f"error: {error_line(exc)}")
             return
         self.render.line("usage: /wake [list] | add every|in|cron WHEN TEXT | remove ID")
 
@@ -179,16 +175,33 @@ class Repl:
             if d.session_id == session.id and d.kind != "drop" and d.facts
         ]
         for decision in decided:
-            texts = ", ".join(repr(f.text) for f in decision.facts if f.status == "active")
+            texts = ", ".join(f'"{f.text}"' for f in decision.facts if f.status == "active")
             if texts:
                 self.render.line(f"[remembered from this conversation: {texts}]")
+
+
+def _wake_line(state: WakeupState, now: float) -> str:
+    """``w1  once, today 08:05 (in 5 min)  hello`` and what happened to it so far."""
+    w = state.wakeup
+    said = w.text if w.text is not None else f"(from the builder {w.builder})"
+    notes = []
+    if state.runs:
+        notes.append("ran once" if state.runs == 1 else f"ran {state.runs} times")
+    if state.finished:
+        notes.append("done")
+    elif state.paused:
+        notes.append("paused")
+    elif state.next_at is not None and not isinstance(w.trigger, At):
+        notes.append(f"next {moment(state.next_at, now)}")
+    shown = f"  [{', '.join(notes)}]" if notes else ""
+    return f"{w.id}  {trigger_line(w.trigger, now)}  {said}{shown}"
 
 
 def _memory_line(hit: MemoryHit | Fact) -> str:
     """A fact (with its tier, recurrences and Sessions) or something said (who, when)."""
     if isinstance(hit, ScoredEpisode):
         episode = hit.episode
-        when = dt.datetime.fromtimestamp(episode.at, dt.UTC).strftime("%Y-%m-%d %H:%M")
+        when = dt.datetime.fromtimestamp(episode.at).astimezone().strftime("%Y-%m-%d %H:%M")
         return (
             f"{episode.id}  [said {when} by {episode.speaker} relevance={hit.score:.2f}] "
             f"{episode.text}  (in {episode.session_id[:6]})"
@@ -221,10 +234,7 @@ def _cancel_on_sigint(session: Session) -> Iterator[None]:
 
 
 async def run_chat(agent_dir: Path) -> int:
-    config = LLMConfig.from_env()
-    if not config.is_configured:
-        print(NO_MODEL, file=sys.stderr)
-        return 2
+    config = LLMConfig.from_env().validated()  # no model: main says so, as every command does
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.patch_stdout import patch_stdout
@@ -232,7 +242,8 @@ async def run_chat(agent_dir: Path) -> int:
     async with OpenAIProvider(config) as provider, Agent(agent_dir, provider) as agent:
         prompt: PromptSession[str] = PromptSession(history=FileHistory(str(agent_dir / "history")))
         with patch_stdout(raw=True):
-            render = Renderer(sys.stdout, color=sys.stdout.isatty())
+            endpoint = config.base_url or "the OpenAI API"
+            render = Renderer(sys.stdout, color=sys.stdout.isatty(), endpoint=endpoint)
             printer = Printer(render, agent.events(buffer=10_000))
             repl = Repl(agent, printer)
             await repl.start()

@@ -20,8 +20,9 @@ import anyio
 import msgspec
 
 from xai.agent import AgentHost
+from xai.cli._errors import port_error
 from xai.cli._signals import stop_on_signal
-from xai.config import LLMConfig
+from xai.config import LLMConfig, default_home
 from xai.exceptions import UsageError
 from xai.providers import OpenAIProvider
 from xai.serve import Backend, LocalBackend, check_bind, create_app, serve_app
@@ -42,7 +43,9 @@ def add_serve_parser(
         "send input, stream its events (resumable), close, list facts (docs/serve.md). "
         f"Binds 127.0.0.1 by default; any other address needs ${TOKEN_VARIABLE}.",
     )
-    serve.add_argument("--root", type=Path, required=True, help="directory of the Agents")
+    serve.add_argument(
+        "--root", type=Path, help="directory of the Agents (default: $XAI_HOME/serve)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
     serve.add_argument(
@@ -67,10 +70,11 @@ def serve_command(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: 0-65535")
     token = os.environ.get(TOKEN_VARIABLE) or None
-    check_bind(args.host, token)  # before anything starts
-    root = args.root.expanduser()
+    host = args.host[1:-1] if args.host.startswith("[") and args.host.endswith("]") else args.host
+    check_bind(host, token)  # before anything starts
+    root = (args.root or default_home() / "serve").expanduser()
     ray_backend = None if args.ray is None else _ray_backend(args, root)
-    return anyio.run(_serve, root, args.host, args.port, args.max_agents, token, ray_backend)
+    return anyio.run(_serve, root, host, args.port, args.max_agents, token, ray_backend)
 
 
 def _ray_backend(args: argparse.Namespace, root: Path) -> Callable[[], Backend]:
@@ -138,19 +142,25 @@ async def _serve(
             agents = AgentHost(root, lambda _: provider, max_agents=max_agents, tools=tools)
             yield LocalBackend(await stack.enter_async_context(agents))
 
-    app = create_app(backend, token=token)
+    # The backend starts before the socket is bound: a directory that cannot be used fails
+    # here, as one typed error, and "listening at" is printed only by a gateway that works.
+    async with backend() as running:
+        app = create_app(running, token=token)
 
-    def ready(url: str) -> None:
-        print(f"xai serve: listening at {url}", file=sys.stderr, flush=True)
-        key = app.state.guard.login_key
-        page = f"{url}/login?key={key}  (a one-time link)" if key else f"{url}/"
-        print(f"xai serve: the web page: {page}", file=sys.stderr, flush=True)
+        def ready(url: str) -> None:
+            print(f"xai serve: listening at {url}", file=sys.stderr, flush=True)
+            key = app.state.guard.login_key
+            page = f"{url}/login?key={key}  (a one-time link)" if key else f"{url}/"
+            print(f"xai serve: the web page: {page}", file=sys.stderr, flush=True)
 
-    stop = anyio.Event()
-    async with anyio.create_task_group() as group:
-        # Ctrl-C or SIGTERM: stop serving, then the host closes its Agents (their Sessions'
-        # memory adjudicated) before the process ends.
-        group.start_soon(stop_on_signal, stop)
-        await serve_app(app, host, port, ready=ready, stop=stop)
-        group.cancel_scope.cancel()
+        stop = anyio.Event()
+        async with anyio.create_task_group() as group:
+            # Ctrl-C or SIGTERM: stop serving, then the host closes its Agents (their
+            # Sessions' memory adjudicated) before the process ends.
+            group.start_soon(stop_on_signal, stop)
+            try:
+                await serve_app(app, host, port, ready=ready, stop=stop)
+            except OSError as error:  # only binding raises one out of the server
+                raise port_error(error, host, port, "--port") from None
+            group.cancel_scope.cancel()
     return 0

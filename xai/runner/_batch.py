@@ -52,6 +52,7 @@ class _Progress:
     def __init__(self, total: int, out: TextIO) -> None:
         self.total, self.done, self.failed, self.out = total, 0, 0, out
         self.started = time.monotonic()
+        self.live = out.isatty()
 
     def update(self, report: RunReport | None) -> None:
         self.done += 1
@@ -60,12 +61,14 @@ class _Progress:
         width = 30
         filled = int(width * self.done / self.total)
         elapsed = time.monotonic() - self.started
-        self.out.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
             f"({self.failed} failed, {elapsed:.1f}s)"
         )
-        if self.done == self.total:
-            self.out.write("\n")
+        if self.live:  # redrawn in place
+            self.out.write(f"\r{line}" + ("\n" if self.done == self.total else ""))
+        else:  # a log file or a pipe: one whole line per finished task, no \r
+            self.out.write(line + "\n")
         self.out.flush()
 
 
