@@ -18,7 +18,7 @@ __all__ = ["run_command"]
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from xai.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+    from xai.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
     from xai.config import default_home
     from xai.runner import InputError, is_batch, load_batch, load_input, run_batch, run_input
 
@@ -78,7 +78,7 @@ def _need_model(inputs: list[RunInput]) -> None:
 def _failed(error: Exception) -> int:
     """A problem found once the run started is a failed run, exit code 1 (runner.md): worded
     by ``explain`` like any command's error; what it cannot word goes on to ``main``."""
-    from xai.cli import EXIT_FAILED, explain
+    from xai.cli._errors import EXIT_FAILED, explain
 
     explained = explain(error)
     if explained is None:

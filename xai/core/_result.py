@@ -3,15 +3,13 @@ prompt they all build from a scenario (so each peer sees the same system prompt)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from xai.core._knowledge import Reference
+from xai.core._scenario import ORCHESTRATORS, OrchestratorName, ScenarioConfig
 from xai.messages import ToolResult, Usage
-
-if TYPE_CHECKING:
-    from xai.core._scenario import ScenarioConfig
 
 __all__ = [
     "ORCHESTRATORS",
@@ -22,12 +20,6 @@ __all__ = [
     "RunOptions",
     "system_prompt",
 ]
-
-OrchestratorName: TypeAlias = Literal["lightweight", "openai-agents", "langgraph", "dify"]
-"""Who runs the agent loop: xai's own Session/Query (``lightweight``), the OpenAI Agents SDK,
-LangGraph, or a Dify app over its Service API."""
-
-ORCHESTRATORS: tuple[OrchestratorName, ...] = ("lightweight", "openai-agents", "langgraph", "dify")
 
 REPAIR_PROMPT = (
     "That answer was not valid JSON for the schema ({error}). "

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
 
 from xai._reading import MiB, decode_json, decode_yaml, read_capped
 from xai.core._outputs import OutputType
-from xai.core._result import OrchestratorName
 from xai.exceptions import ConfigurationError, ScenarioError
 from xai.tools import MCPServerConfig
 
 __all__ = [
     "MAX_SCENARIO_BYTES",
+    "ORCHESTRATORS",
     "ModelOverrides",
+    "OrchestratorName",
     "RagSettings",
     "ScenarioConfig",
     "ScenarioError",
     "load_scenario",
 ]
+
+OrchestratorName: TypeAlias = Literal["lightweight", "openai-agents", "langgraph", "dify"]
+"""Who runs the agent loop: xai's own Session/Query (``lightweight``), the OpenAI Agents SDK,
+LangGraph, or a Dify app over its Service API."""
+
+ORCHESTRATORS: tuple[OrchestratorName, ...] = ("lightweight", "openai-agents", "langgraph", "dify")
 
 MAX_SCENARIO_BYTES = 1 * MiB
 """The largest scenario file ``load_scenario`` reads."""

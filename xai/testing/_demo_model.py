@@ -18,7 +18,7 @@ from typing import Any
 
 from xai.memory import JUDGE_MARKER
 from xai.session import EXTRACTION_MARKER
-from xai.testing import Reply, ScriptedCall
+from xai.testing._script import Reply, ScriptedCall
 
 __all__ = ["demo_model"]
 
