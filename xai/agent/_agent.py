@@ -21,20 +21,20 @@ order.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from xai import _actor
 from xai._files import write_atomic
+from xai.agent._adjudication import Adjudication, AdjudicationStopped
 from xai.agent._clock import Clock, SystemClock
-from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
+from xai.agent._jobs import Job
+from xai.agent._lifecycle import AgentState, Lifecycle
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._restart import resume_sessions
@@ -44,7 +44,6 @@ from xai.agent._tools import memory_search_tool
 from xai.events import (
     AgentEvent,
     CandidatesProposed,
-    MemoryDecided,
     SessionClosed,
     SessionEnded,
     SessionEvent,
@@ -60,12 +59,7 @@ from xai.memory import (
     MemoryConfig,
     default_embedder,
 )
-from xai.messages import (
-    CandidateKind,
-    MemoryCandidate,
-    Origin,
-    new_id,
-)
+from xai.messages import CandidateKind, MemoryCandidate, Origin, new_id
 from xai.providers import Provider
 from xai.query import QueryConfig
 from xai.session import (
@@ -83,7 +77,14 @@ from xai.tools import Tool, ToolSet
 if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
-__all__ = ["AGENT_TURN_MAX_TOKENS", "Agent", "AgentConfig"]
+__all__ = [
+    "AGENT_TURN_MAX_TOKENS",
+    "AdjudicationStopped",
+    "Agent",
+    "AgentClosed",
+    "AgentConfig",
+    "AgentState",
+]
 
 _log = get_logger(__name__)
 
@@ -133,10 +134,20 @@ JOB_QUEUE = 64
 """Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
 
 
-class AdjudicationStopped(RuntimeError):
-    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
-    or was cancelled), or failed, before it decided a closing Session's candidates. The
-    Session then records itself ``closing``; the candidates are decided on the next start."""
+class AgentClosed(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``Agent.close`` left undone: the Sessions whose memory candidates are still
+    undecided (their adjudication did not finish within ``SessionConfig.hook_timeout``).
+    Their candidates wait in the journals; the Agent's next start decides them."""
+
+    undecided: int = 0
+    """Candidates left undecided."""
+    sessions: tuple[str, ...] = ()
+    """The Sessions that hold them (each recorded ``closing``, not closed)."""
+
+    @property
+    def complete(self) -> bool:
+        """Everything queued and recovered was decided."""
+        return self.undecided == 0
 
 
 class _AgentInfo(msgspec.Struct, frozen=True):
@@ -221,12 +232,12 @@ class Agent:
         self._files: anyio.Lock | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
-        self._jobs: MemoryObjectSendStream[Job] | None = None
-        self._stopping: anyio.Event | None = None
-        self._stopped: anyio.Event | None = None
-        self._running = False
-        self._suspending = False
-        self._recorded: set[str] = set()  # Sessions whose episodes are in memory (closing ones)
+        self._life = Lifecycle(self.id)
+        self._adjudication = Adjudication(
+            self.id, self.memory, self._publish, self._session_telemetry
+        )
+        self._closed = AgentClosed()
+        self._left: list[Session] = []  # Sessions closed while the Agent closes
         self._scheduler_scope: anyio.CancelScope | None = None
         self.scheduler = Scheduler(self, self.clock)
 
@@ -262,6 +273,16 @@ class Agent:
             self._persona_unsaved = False
 
     # -- state ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """Where the Agent is in its lifecycle (see ``AgentState``)."""
+        return self._life.state
+
+    @property
+    def adjudication(self) -> Adjudication:
+        """The Agent's adjudication of memory candidates (its job queue)."""
+        return self._adjudication
 
     @property
     def persona(self) -> Persona:
@@ -316,7 +337,10 @@ class Agent:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await _actor.leave(self._outer, self.close, exc_info)
+        async def close() -> None:
+            await self.close()
+
+        return await _actor.leave(self._outer, close, exc_info)
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -328,12 +352,10 @@ class Agent:
         raised as itself, not inside an ``ExceptionGroup``; ``run`` can then be called
         again once the cause is fixed.
         """
-        if self._running:
+        if self._life.active:
             raise ConfigurationError(f"agent {self.id} is already running")
-        self._running = True
-        self._stopping = anyio.Event()
-        self._stopped = anyio.Event()
-        self._suspending = False
+        self._life.move(AgentState.STARTING)
+        self._closed = AgentClosed()
         try:
             with bind_ids(agent_id=self.id), _actor.single_errors():
                 await anyio.to_thread.run_sync(self._lock.acquire)
@@ -344,11 +366,9 @@ class Agent:
                     self._lock.release()
         finally:
             self._hub.end()
-            self._stopped.set()
-            self._running = False
+            self._life.move(AgentState.STOPPED)
 
     async def _run_locked(self, task_status: anyio.abc.TaskStatus[None]) -> None:
-        assert self._stopping is not None
         started = time.perf_counter()
         self._files = anyio.Lock()
         async with self._files:
@@ -360,11 +380,11 @@ class Agent:
         try:
             await self.memory.open()
             async with self._tools.open(), anyio.create_task_group() as group:
-                send, receive = anyio.create_memory_object_stream[Job](JOB_QUEUE)
-                self._jobs = send
                 self._group = group
-                group.start_soon(self._adjudicate_forever, receive)
+                await group.start(self._adjudication.run, JOB_QUEUE)
                 if self.config.resume_sessions:
+                    # Whole even if told to stop meanwhile: what it recovers is then
+                    # decided by the close, not left for the next start.
                     await resume_sessions(self)
                 await group.start(self._run_scheduler)
                 _log.info(
@@ -375,18 +395,21 @@ class Agent:
                     wakeups=len(self.scheduler.list()),
                     ms=round((time.perf_counter() - started) * 1000, 1),
                 )
+                if self._life.state is AgentState.STARTING:
+                    self._life.move(AgentState.RUNNING)
                 task_status.started()
-                await self._stopping.wait()
+                await self._life.wait_for_stop()
                 with anyio.CancelScope(shield=True):
                     if self._scheduler_scope is not None:
                         self._scheduler_scope.cancel()
-                    if self._suspending:
+                    if self._life.state is AgentState.SUSPENDING:
                         await self._suspend_sessions()
                     else:
                         await self._close_sessions()
-                    await send.aclose()
+                    # What is queued is decided (within the bound) before the memory closes.
+                    await self._adjudication.finish(self.config.session.hook_timeout)
+                    self._closed = self._undecided()
         finally:
-            self._jobs = None
             self._group = None
             with anyio.CancelScope(shield=True):
                 await self.memory.close()
@@ -409,15 +432,31 @@ class Agent:
             self._scheduler_scope = scope
             await self.scheduler.run(task_status=task_status)
 
+    def _undecided(self) -> AgentClosed:
+        """What the close left undecided; said in a warning too."""
+        left, self._left = [s for s in self._left if s.closing_pending], []
+        if not left:
+            return AgentClosed()
+        closed = AgentClosed(
+            undecided=sum(s.undecided for s in left), sessions=tuple(s.id for s in left)
+        )
+        _log.warning(
+            "agent.closed_undecided",
+            candidates=closed.undecided,
+            session_ids=list(closed.sessions),
+            reason="adjudication did not finish within hook_timeout: decided on the next start",
+        )
+        return closed
+
     async def maintain(self) -> list[Decision]:
         """Decay weak tentative facts and merge duplicate stable ones; observers hear of each."""
         decisions = await self.memory.maintain()
-        self._announce(None, decisions)
+        self._adjudication.announce(None, decisions)
         return decisions
 
     async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
         decision = await self.memory.forget(fact_id, reason)
-        self._announce(None, [decision])
+        self._adjudication.announce(None, [decision])
         return decision
 
     async def remember(
@@ -438,34 +477,27 @@ class Agent:
             session_id=source,
             created_at=self.clock.now(),
         )
-        decisions = await self._decide((candidate,), source)  # traced as any adjudication
-        self._announce(None, decisions)
+        # traced as any adjudication
+        decisions = await self._adjudication.decide((candidate,), source)
+        self._adjudication.announce(None, decisions)
         return decisions
-
-    def _announce(self, session_id: str | None, decisions: Sequence[Decision]) -> None:
-        if decisions and _log.enabled("info"):
-            _log.info("memory.decided", agent_id=self.id, **_decided_fields(session_id, decisions))
-        for decision in decisions:
-            self._publish(
-                session_id,
-                MemoryDecided(
-                    decision=decision.kind,
-                    reason=decision.reason,
-                    fact_ids=tuple(f.id for f in decision.facts),
-                    candidate_id=decision.candidate.id if decision.candidate else None,
-                ),
-            )
 
     def notify(self, name: str, payload: Any = None) -> int:
         """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
         return self.scheduler.notify(name, payload)
 
-    async def close(self) -> None:
-        """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent."""
-        if self._stopping is None or self._stopped is None:
-            return
-        self._stopping.set()
-        await self._stopped.wait()
+    async def close(self) -> AgentClosed:
+        """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent.
+
+        Everything queued for adjudication, and everything a start recovered (also when
+        the close comes while the Agent is still starting), is decided first, within
+        ``SessionConfig.hook_timeout`` (per Session hook, then for what is still queued).
+        Returns what could not be decided in that time (also logged as
+        ``agent.closed_undecided``): it waits in the journals for the next start."""
+        if self._life.live:
+            self._life.move(AgentState.CLOSING)
+        await self._life.wait_stopped()
+        return self._closed
 
     async def suspend(self) -> None:
         """Stop WITHOUT closing the Sessions: no finalising hooks, no ``closed`` record; each
@@ -477,17 +509,14 @@ class Agent:
         runs in any of its Sessions: a suspend never interrupts or waits for a turn. From the
         call on, no turn starts and no input is accepted. Idempotent; a no-op if not running.
         """
-        if self._stopping is None or self._stopped is None:
-            return
-        if not self._stopping.is_set():
+        if self._life.live:
             busy = tuple(i for i, s in self._sessions.items() if not s.idle)
             if busy:
                 raise AgentBusyError(self.id, busy)
-            self._suspending = True
             for session in self._sessions.values():  # synchronously: no turn starts now
                 session.begin_suspend()
-            self._stopping.set()
-        await self._stopped.wait()
+            self._life.move(AgentState.SUSPENDING)
+        await self._life.wait_stopped()
 
     async def _suspend_sessions(self) -> None:
         async with anyio.create_task_group() as group:
@@ -499,6 +528,7 @@ class Agent:
         while self._sessions:  # children opened while closing are closed too
             async with anyio.create_task_group() as group:
                 for session in list(self._sessions.values()):
+                    self._left.append(session)
                     group.start_soon(session.close, "owner_shutdown")
 
     # -- sessions --------------------------------------------------------------------
@@ -558,7 +588,7 @@ class Agent:
         return self.telemetry.for_agent(self.id, self._persona.name)
 
     def _check_open(self) -> None:
-        if self._group is None or (self._stopping is not None and self._stopping.is_set()):
+        if self._group is None or not self._life.live:
             raise SessionClosedError(f"agent {self.id} is not running (or is closing)")
 
     async def _spawn_child(self, parent: Session, task: str) -> Session:
@@ -585,8 +615,9 @@ class Agent:
         assert self._group is not None
         with bind_ids(agent_id=self.id):  # the Session's task copies the context from here
             await self._group.start(session.run)
-        if self._stopping is not None and self._stopping.is_set():
-            # Opened while the Agent was closing: it must not outlive the Agent.
+        if not opened.resumed and not self._life.live:
+            # Opened while the Agent was closing: it must not outlive the Agent. (One a
+            # start reopens is closed with the others: its candidates are decided then.)
             await session.close("owner_shutdown")
             raise SessionClosedError(f"agent {self.id} is closing")
         self._sessions[session.id] = session
@@ -600,169 +631,18 @@ class Agent:
             body = event.event
             self._publish(session.id, body)
             if isinstance(body, CandidatesProposed):
-                self._offer(Job(session.id, body.candidates, session, None))
+                self._adjudication.offer(Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
                 self._sessions.pop(session.id, None)
-                if session.id in self._recorded:
-                    self._recorded.discard(session.id)
-                    if not session.closing_pending:  # every candidate acknowledged
-                        list_done(self.directory / "sessions", (session.id,))
+                if self._adjudication.recorded(session.id) and not session.closing_pending:
+                    # every candidate acknowledged
+                    list_done(self.directory / "sessions", (session.id,))
                 self._publish(session.id, SessionEnded(reason=body.reason))
                 self.scheduler.sessions_changed(len(self._sessions))
 
         return forward
 
     async def _on_finalizing(self, context: FinalizingContext) -> None:
-        """A Session is closing: its unacknowledged candidates are decided before it goes.
-
-        Returns once they are decided (and acknowledged). Raises at once if the
-        adjudicator has stopped (or when it stops, or fails on them), so that the
-        Session records itself ``closing``, not closed: the candidates stay in its
-        journal for the next start. A decision that comes after the Session closed
-        acknowledges them late, which completes its close.
-        """
-        if context.episodes:  # what was said is kept first: the evidence candidates point to
-            await self.memory.record_episodes(context.episodes)
-        if not context.episodes or context.episodes[-1].id in self.memory.episodes:
-            self._recorded.add(context.session_id)  # closed.list may name it once closed
-        if not context.candidates:
-            return
-        done = anyio.Event()
-        job = Job(
-            context.session_id, context.candidates, self._sessions.get(context.session_id), done
-        )
-        if await self._enqueue(job):
-            await done.wait()  # set when decided, and when the adjudicator stops without
-        if not job.decided:
-            raise AdjudicationStopped(
-                f"agent {self.id} did not decide the {len(job.candidates)} memory candidates "
-                f"of session {context.session_id}: they wait in its journal"
-            )
-
-    async def _enqueue(self, job: Job) -> bool:
-        """Queue ``job``, waiting while the queue is full. False once the adjudicator stopped."""
-        jobs = self._jobs
-        if jobs is None:
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-            return False
-        try:
-            await jobs.send(job)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-            return False
-        return True
-
-    def _offer(self, job: Job) -> None:
-        """Queue ``job`` if there is room. When there is none (the adjudicator is behind),
-        the candidates stay with their Session, unacknowledged and journaled, and its close
-        hands them over: the event forwarder never waits (it also carries ``SessionClosed``)."""
-        jobs = self._jobs
-        if jobs is None:
-            return
-        try:
-            jobs.send_nowait(job)
-        except anyio.WouldBlock:
-            _log.info("agent.adjudication_behind", session_id=job.session_id)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-
-    # -- adjudication ----------------------------------------------------------------
-
-    def _checked(self, job: Job) -> tuple[MemoryCandidate, ...]:
-        """``job``'s candidates, without the evidence that is not the user's."""
-        return tuple(
-            c if self._grounded(job.session, c) else msgspec.structs.replace(c, evidence=())
-            for c in job.candidates
-        )
-
-    async def _adjudicate_one(self, job: Job) -> None:
-        try:
-            decisions = await self._decide(self._checked(job), job.session_id)
-            self._settle(job, decisions)
-        except Exception:
-            _log.exception("agent.adjudication_failed", session_id=job.session_id)
-
-    async def _adjudicate_together(self, batch: Sequence[Job]) -> bool:
-        """The candidates of every job of ``batch`` in one ``memory.adjudicate`` call, each
-        with its job's session id. False if that call failed: nothing is acknowledged then,
-        and each job is tried again on its own (one bad job fails alone)."""
-        candidates = tuple(
-            c if not job.session_id or c.session_id == job.session_id
-            else msgspec.structs.replace(c, session_id=job.session_id)
-            for job in batch
-            for c in self._checked(job)
-        )  # fmt: skip
-        sessions = {job.session_id for job in batch}
-        try:
-            decisions = await self._decide(candidates, sessions.pop() if len(sessions) == 1 else "")
-        except Exception:
-            _log.warning("agent.adjudication_batch_failed", jobs=len(batch), exc_info=True)
-            return False
-        for job, decided in zip(batch, decisions_by_job(batch, decisions), strict=True):
-            try:
-                self._settle(job, decided)
-            except Exception:
-                _log.exception("agent.adjudication_failed", session_id=job.session_id)
-        return True
-
-    def _settle(self, job: Job, decisions: Sequence[Decision]) -> None:
-        """``job``'s candidates are decided: acknowledge them and tell of the decisions."""
-        if job.session is not None:
-            # Also after the Session closed: a late acknowledgement completes a close
-            # whose hook could not wait for it.
-            job.session.acknowledge_candidates(c.id for c in job.candidates)
-        job.decided = True
-        self._announce(job.session_id or None, decisions)
-
-    def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
-        """Evidence must be user-origin input of that Session (when its history still has it)."""
-        return grounded_in(session.history if session is not None else (), candidate)
-
-    async def _decide(
-        self, candidates: tuple[MemoryCandidate, ...], session_id: str
-    ) -> list[Decision]:
-        telemetry = self.telemetry
-        if telemetry is None:
-            return await self.memory.adjudicate(candidates, session_id=session_id)
-        with telemetry.for_agent(self.id, self._persona.name).adjudication(
-            session_id, len(candidates)
-        ) as span:
-            decisions = await self.memory.adjudicate(candidates, session_id=session_id)
-            span.decisions(d.kind for d in decisions)
-        return decisions
-
-    async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[Job]) -> None:
-        try:
-            async for job in jobs:
-                batch = drain(job, jobs)  # every job already queued: one embedding call
-                try:
-                    if len(batch) == 1 or not await self._adjudicate_together(batch):
-                        for one in batch:
-                            await self._adjudicate_one(one)
-                finally:
-                    for one in batch:
-                        if one.done is not None:
-                            one.done.set()
-        finally:
-            # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
-            # stops waiting now, and sends from now on fail at once. (No await in here.)
-            while True:
-                try:
-                    job = jobs.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    break
-                if job.done is not None:
-                    job.done.set()
-            jobs.close()
-            if self._jobs is not None:
-                self._jobs.close()  # (run() closes it too when it stops normally)
-
-
-def _decided_fields(session_id: str | None, decisions: Sequence[Decision]) -> dict[str, Any]:
-    """The ``memory.decided`` line: how many of each kind, and ids (never a fact's text)."""
-    fields: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
-    fields["kinds"] = dict(Counter(d.kind for d in decisions))
-    fields["judged"] = sum(d.judge for d in decisions)
-    fields["candidate_ids"] = [d.candidate.id for d in decisions if d.candidate is not None]
-    fields["fact_ids"] = list(dict.fromkeys(f.id for d in decisions for f in d.facts))
-    return fields
+        """A Session is closing: its unacknowledged candidates are decided before it goes."""
+        session = self._sessions.get(context.session_id)
+        await self._adjudication.finalizing(context, session)

@@ -5,13 +5,11 @@ quarantine damaged journals. These run in the Agent's ``run`` task, before it re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, assert_never
 
 import anyio
-import msgspec
 
-from xai.agent._jobs import Job, grounded_in
+from xai.agent._jobs import Job
 from xai.agent._resume import (
     Damaged,
     Done,
@@ -24,7 +22,7 @@ from xai.agent._resume import (
 )
 from xai.events import JournalQuarantined, SessionOpened
 from xai.logs import get_logger
-from xai.messages import CloseReason, MemoryCandidate, Message
+from xai.messages import CloseReason
 from xai.session import Session
 
 if TYPE_CHECKING:
@@ -47,7 +45,7 @@ async def resume_sessions(self: Agent) -> None:
             await _reopen(self, item)
         elif isinstance(item, LeftOver):
             await self.memory.record_episodes(item.episodes)
-            await _decide_left_over(self, item.session_id, item.candidates, item.history)
+            await self.adjudication.decide_left_over(item.session_id, item.candidates, item.history)
             # (the memory has decided them: its decisions are the acknowledgement)
             done.append(item.session_id)
         elif isinstance(item, Unrecorded):
@@ -87,30 +85,13 @@ async def _reopen(self: Agent, item: Reopen) -> None:
         return
     pending = tuple(state.unacknowledged)
     if pending:
-        await self._enqueue(Job(session.id, pending, session, None))
-
-
-async def _decide_left_over(
-    self: Agent,
-    session_id: str,
-    candidates: tuple[MemoryCandidate, ...],
-    history: Sequence[Message],
-) -> None:
-    """Decide candidates no live Session will deliver (those not decided already)."""
-    todo = tuple(
-        c if grounded_in(history, c) else msgspec.structs.replace(c, evidence=())
-        for c in candidates
-        if not self.memory.decided(c.id)
-    )
-    if todo:
-        decisions = await self._decide(todo, session_id)
-        self._announce(session_id, decisions)
+        await self.adjudication.enqueue(Job(session.id, pending, session, None))
 
 
 async def _quarantine(self: Agent, item: Damaged) -> None:
     """Keep what the journal's readable lines say, then set the file aside for good."""
     await self.memory.record_episodes(item.episodes)
-    await _decide_left_over(self, item.session_id, item.candidates, item.history)
+    await self.adjudication.decide_left_over(item.session_id, item.candidates, item.history)
     moved = await anyio.to_thread.run_sync(set_aside, item.journal)
     _log.error(
         "agent.journal_quarantined",
