@@ -613,18 +613,30 @@ class Agent:
 
     async def _start(self, session: Session, opened: SessionOpened) -> None:
         assert self._group is not None
-        with bind_ids(agent_id=self.id):  # the Session's task copies the context from here
-            await self._group.start(session.run)
         if not opened.resumed and not self._life.live:
             # Opened while the Agent was closing: it must not outlive the Agent. (One a
             # start reopens is closed with the others: its candidates are decided then.)
+            raise SessionClosedError(f"agent {self.id} is closing")
+        # Known, heard and announced before its task starts: an observer that takes it up
+        # on ``SessionOpened`` (a host's stream) misses none of its events, also the first
+        # turn of a reopened Session (an input accepted before a kill).
+        self._sessions[session.id] = session
+        session.on_session_finalizing.append(self._on_finalizing)
+        stop = session.listen(self._forwarder(session))
+        self.scheduler.sessions_changed(len(self._sessions), user_opened=opened.origin == "user")
+        self._publish(session.id, opened)
+        try:
+            with bind_ids(agent_id=self.id):  # the Session's task copies the context from here
+                await self._group.start(session.run)
+        except BaseException:
+            stop()
+            if self._sessions.pop(session.id, None) is not None:
+                self._publish(session.id, SessionEnded(reason="error"))
+                self.scheduler.sessions_changed(len(self._sessions))
+            raise
+        if not opened.resumed and not self._life.live:
             await session.close("owner_shutdown")
             raise SessionClosedError(f"agent {self.id} is closing")
-        self._sessions[session.id] = session
-        self.scheduler.sessions_changed(len(self._sessions), user_opened=opened.origin == "user")
-        session.on_session_finalizing.append(self._on_finalizing)
-        session.on(self._forwarder(session), buffer=self.config.event_buffer)
-        self._publish(session.id, opened)
 
     def _forwarder(self, session: Session) -> Callable[[SessionEvent], None]:
         def forward(event: SessionEvent) -> None:
