@@ -1,8 +1,9 @@
 """The Agent layer: a long-lived actor owning Sessions, a persona, long-term memory and a
 scheduler of proactive wake-ups."""
 
-from xai.agent._agent import AGENT_TURN_MAX_TOKENS, Agent, AgentClosed, AgentConfig
+from xai.agent._agent import Agent
 from xai.agent._clock import Clock, FakeClock, SystemClock
+from xai.agent._config import AGENT_TURN_MAX_TOKENS, AgentClosed, AgentConfig
 from xai.agent._host import AgentHost, OpenSession, SessionInfo
 from xai.agent._lifecycle import AgentState
 from xai.agent._persona import Persona

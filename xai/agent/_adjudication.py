@@ -11,7 +11,7 @@ decides it) and ``finish`` says how much that was.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,7 +23,7 @@ from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
 from xai.events import MemoryDecided
 from xai.logs import get_logger
 from xai.memory import Decision, LongTermMemory
-from xai.messages import MemoryCandidate, Message
+from xai.messages import CandidateKind, MemoryCandidate, Message, new_id
 from xai.session import FinalizingContext, Session
 
 if TYPE_CHECKING:
@@ -153,6 +153,31 @@ class Adjudication:
         )
         if todo:
             self.announce(session_id, await self.decide(todo, session_id))
+
+    async def remember(
+        self, text: str, kind: CandidateKind, source: str, now: float
+    ) -> list[Decision]:
+        """Decide ``text`` as a candidate the user asked for from outside any Session
+        (``Agent.remember``), with ``source`` as its provenance; announced."""
+        candidate = MemoryCandidate(
+            text=text,
+            kind=kind,
+            confidence=0.9,  # said explicitly, on purpose
+            evidence=(f"{source}:{new_id()}",),  # the user's request
+            session_id=source,
+            created_at=now,
+        )
+        decisions = await self.decide((candidate,), source)  # traced as any adjudication
+        self.announce(None, decisions)
+        return decisions
+
+    async def announced(self, deciding: Awaitable[Decision | list[Decision]]) -> list[Decision]:
+        """The decisions ``deciding`` makes (the memory's own: maintenance, forgetting),
+        announced as no Session's."""
+        made = await deciding
+        decisions = made if isinstance(made, list) else [made]
+        self.announce(None, decisions)
+        return decisions
 
     def announce(self, session_id: str | None, decisions: Sequence[Decision]) -> None:
         """Log the decisions (``memory.decided``) and publish one ``MemoryDecided`` each."""

@@ -45,7 +45,15 @@ from pathlib import Path
 
 import anyio
 
-from xai.agent._eventlog import EventLog, TurnMark, clock_start, open_log, read_log, turn_mark
+from xai.agent._eventlog import (
+    EventLog,
+    Found,
+    TurnMark,
+    clock_start,
+    open_log,
+    read_log,
+    turn_mark,
+)
 from xai.agent._resume import turn_events
 from xai.events import (
     SessionClosed,
@@ -143,12 +151,16 @@ class SessionStream:
         a number past the log's end, after a machine crash, is refused)."""
         found, _ = await anyio.to_thread.run_sync(read_log, log, 2**62)
         stream = cls(session_id, capacity, log=log)
-        stream.closed = True
-        stream._loaded = stream._on_disk = True
-        if found is not None:
-            stream.start, stream._first = found.start, found.first
-            stream.seq = stream.written = found.last
+        stream.read_closed(found)
         return stream
+
+    def read_closed(self, found: Found | None) -> None:
+        """Become the stream of a closed Session whose log holds ``found``."""
+        self.closed = True
+        self._loaded = self._on_disk = True
+        if found is not None:
+            self.start, self._first = found.start, found.first
+            self.seq = self.written = found.last
 
     @property
     def attached(self) -> bool:
