@@ -21,7 +21,7 @@ The streamed campaign does the same through an ``AgentHost`` with a reader on ev
 Session's event stream (resuming with its last event id, as an SSE client does), and
 kills inside the end-of-turn fsync and right after a start (while the inputs the kill
 left run again) too: every ``turn_started``/``turn_done`` the journals record reaches
-the readers exactly once. CI runs ``XAI_STREAM_CAMPAIGN_KILLS`` = 8 lives (~15 s); 30
+the readers exactly once. CI runs ``XAI_STREAM_CAMPAIGN_KILLS`` = 6 lives (~15 s); 30
 take about a minute (seeds 7, 13, 21: 30 kills, 10 of them inside the fsync, each turn
 announced once, 0 inputs lost).
 """
@@ -163,7 +163,7 @@ def _check(root: Path) -> None:
     )
 
 
-STREAM_KILLS = int(os.environ.get("XAI_STREAM_CAMPAIGN_KILLS", "8"))
+STREAM_KILLS = int(os.environ.get("XAI_STREAM_CAMPAIGN_KILLS", "6"))
 """Lives of the streamed campaign (CI keeps it short; set 30 or more for the full one)."""
 
 
