@@ -26,12 +26,14 @@ and the memory (``LongTermMemory``). Each is handed what it needs, never the Age
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+from anyio import AsyncContextManagerMixin
 
 from xai import _actor
 from xai.agent._adjudication import Adjudication, AdjudicationStopped
@@ -43,7 +45,7 @@ from xai.agent._config import (
     AgentConfig,
     with_turn_cap,
 )
-from xai.agent._identity import read_identity, settle_identity
+from xai.agent._identity import AgentInfo, read_identity, settle_identity
 from xai.agent._lifecycle import AgentState, Lifecycle
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
@@ -80,7 +82,7 @@ JOB_QUEUE = 64
 """Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
 
 
-class Agent:
+class Agent(AsyncContextManagerMixin):
     """An actor owning Sessions, a persona and long-term memory under ``directory``.
 
     Run it with ``async with Agent(...) as agent`` or in your own task group (``await
@@ -128,7 +130,6 @@ class Agent:
         self._hub = _hub(self.id)
         self._lock = DirectoryLock(self.directory)
         self._files: anyio.Lock | None = None
-        self._outer: anyio.abc.TaskGroup | None = None
         self._life = Lifecycle(self.id)
         self._closed = AgentClosed()
         self._adjudication = Adjudication(
@@ -205,7 +206,7 @@ class Agent:
         quick). Returns the way to stop; a host hears a reopened Session this way."""
         return self._hub.listen(callback)
 
-    def _publish(self, session_id: str | None, body: Any) -> None:
+    def _publish(self, session_id: str | None, body: Any) -> None:  # (to ``events()``)
         self._hub.publish((session_id, body))
 
     def _session_telemetry(self) -> Telemetry | None:
@@ -214,15 +215,25 @@ class Agent:
             return None
         return self.telemetry.for_agent(self.id, self._persona.name)
 
-    async def __aenter__(self) -> Agent:
-        self._outer = await _actor.enter(self)
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        async def close() -> None:
-            await self.close()
-
-        return await _actor.leave(self._outer, close, exc_info)
+    @asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Agent]:
+        """Its task in a task group of its own; leaving closes it (shielded). An error while
+        starting is raised as itself; one from the body as a task group raises it."""
+        started = False
+        try:
+            async with anyio.create_task_group() as group:
+                await group.start(self.run)
+                started = True
+                try:
+                    yield self
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self.close()
+        except BaseExceptionGroup:
+            if started:
+                raise
+            with _actor.single_errors():
+                raise
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -250,7 +261,9 @@ class Agent:
         started = time.perf_counter()
         self._files = anyio.Lock()
         async with self._files:
-            await anyio.to_thread.run_sync(self._settle_files)
+            persona = self._persona if self._persona_unsaved else None
+            await anyio.to_thread.run_sync(_settle, self.directory, self._identity, persona)
+            self._persona_unsaved = self._persona_unsaved and self._persona is not persona
         await self.scheduler.load()
         self._embedder.renew(self.memory)
         try:
@@ -278,13 +291,6 @@ class Agent:
                 await self.memory.close()
                 await self._embedder.close(self.memory)
             _log.info("agent.stopped", uptime_s=round(time.perf_counter() - started, 1))
-
-    def _settle_files(self) -> None:
-        """Under the lock: write what construction only read or made up. Blocking."""
-        settle_identity(self.directory, self._identity)
-        if self._persona_unsaved:
-            save_persona(self.directory / "persona.md", self._persona)
-            self._persona_unsaved = False
 
     async def _stop(self) -> None:
         self.scheduler.stop()
@@ -346,9 +352,8 @@ class Agent:
         origin: Origin = "user",
         resumed: bool = False,
     ) -> None:
-        """Own a Session built elsewhere (its own provider, tools, directory): the Agent
-        starts it in its task group, hears its events, decides its memory candidates when
-        it closes, and closes it with the Agent. The Session must not be running yet."""
+        """Own a Session built elsewhere (not running yet): the Agent starts it, hears it,
+        decides its memory candidates when it closes, and closes it with the Agent."""
         self._sessions.check_open()
         if session.state != "new":
             raise SessionClosedError(f"session {session.id} has already run: adopt it before")
@@ -375,6 +380,13 @@ class Agent:
     def notify(self, name: str, payload: Any = None) -> int:
         """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
         return self.scheduler.notify(name, payload)
+
+
+def _settle(directory: Path, identity: AgentInfo, persona: Persona | None) -> None:
+    """Under the lock: write what construction only read or made up. Blocking."""
+    settle_identity(directory, identity)
+    if persona is not None:
+        save_persona(directory / "persona.md", persona)
 
 
 def _memory(
