@@ -12,7 +12,8 @@ Written as it happens, each line with one ``O_APPEND`` write:
 - ``sessions``: every Session id opened;
 - ``reads/<session id>``: ``<seq> <kind> <turn>`` for each turn event a reader got, and
   ``<seq> other -`` for any other event (a reader resumes after the last seq);
-- ``lives``: ``up <life>`` once the host runs, ``final-done`` at the very end.
+- ``lives``: ``up <life>`` once the host runs, ``fsync <life>`` as it dies in the fsync,
+  ``final-done`` at the very end.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 AGENT = "ada"
 MAX_SESSIONS = 3
 _fsync = os.fsync
+_dying: list[str] = []  # the line the life writes to ``lives`` as it dies in the fsync
 
 
 def _dying_fsync(fd: int | HasFileno) -> None:
@@ -51,6 +53,7 @@ def _dying_fsync(fd: int | HasFileno) -> None:
     if path.endswith("journal.jsonl"):
         with open(path, "rb") as f:
             if b'"kind":"turn_end"' in f.read().splitlines()[-1]:
+                log(Path(_dying[0]), _dying[1])
                 os.kill(os.getpid(), signal.SIGKILL)
     _fsync(fd)
 
@@ -122,6 +125,7 @@ async def _life(root: Path, base_url: str, life: int, seed: int, how: str) -> No
                 if session.interrupted_turn:
                     session.continue_turn()
             if how == "fsync":
+                _dying[:] = [str(root / "lives"), f"fsync {life}"]
                 os.fsync = _dying_fsync
             log(root / "lives", f"up {life}")
             if how == "final":
