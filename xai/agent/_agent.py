@@ -43,6 +43,8 @@ from xai.agent._config import (
     DEFAULT_INSTRUCTIONS,
     AgentClosed,
     AgentConfig,
+    OwnEmbedder,
+    make_memory,
     with_turn_cap,
 )
 from xai.agent._identity import AgentInfo, read_identity, settle_identity
@@ -56,7 +58,7 @@ from xai.agent._tools import memory_search_tool
 from xai.events import AgentEvent, SessionOpened
 from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.memory import Decision, Embedder, IndexStore, LongTermMemory, default_embedder
+from xai.memory import Decision, Embedder, IndexStore, LongTermMemory
 from xai.messages import CandidateKind, Origin
 from xai.providers import Provider
 from xai.session import Hub, OverflowPolicy, Session, SessionConfig, Subscription, SystemPrompt
@@ -121,8 +123,9 @@ class Agent(AsyncContextManagerMixin):
         stored = load_persona(self.directory / "persona.md")
         self._persona = stored if stored is not None else (persona or Persona())
         self._persona_unsaved = persona is not None and stored is None
-        self._embedder = _OwnEmbedder(mine=embedder is None)
-        self.memory = _memory(self, embedder, provider if judge is None else judge, index_store)
+        self._embedder = OwnEmbedder(mine=embedder is None)
+        parts = (embedder, provider if judge is None else judge, index_store)
+        self.memory = make_memory(self.directory, self.id, self.config, self.clock.now, *parts)
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
         base = tools if isinstance(tools, ToolSet) else ToolSet(tools)
         # MCP servers among the tools are the Agent's: open while it runs, shared by its Sessions.
@@ -190,10 +193,8 @@ class Agent(AsyncContextManagerMixin):
         return self._sessions.copy()
 
     def session(self, session_id: str) -> Session:
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise SessionClosedError(f"agent {self.id} has no open session {session_id!r}")
-        return session
+        """The open Session ``session_id`` (``SessionClosedError`` if none is open)."""
+        return self._sessions.open_one(session_id)
 
     def events(
         self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
@@ -389,22 +390,6 @@ def _settle(directory: Path, identity: AgentInfo, persona: Persona | None) -> No
         save_persona(directory / "persona.md", persona)
 
 
-def _memory(
-    agent: Agent, embedder: Embedder | None, judge: Provider, store: IndexStore | None
-) -> LongTermMemory:
-    return LongTermMemory(
-        agent.directory / "memory",
-        embedder=embedder if embedder is not None else default_embedder(),
-        judge=judge,
-        config=agent.config.memory,
-        clock=agent.clock.now,
-        sync=agent.config.sync_ledger,
-        store=store,
-        namespace=agent.id,
-        lazy_index=True,  # an idle Agent starts no chromadb client
-    )
-
-
 def _log_started(agent: Agent, resumed: int, started: float) -> None:
     _log.info(
         "agent.started",
@@ -440,30 +425,6 @@ def _undecided(closed: list[Session]) -> AgentClosed:
         reason="adjudication did not finish within hook_timeout: decided on the next start",
     )
     return report
-
-
-class _OwnEmbedder:
-    """The embedder the Agent made itself (an endpoint client) is closed when it stops and
-    made again when it runs again; one it was given is never closed."""
-
-    __slots__ = ("closed", "mine")
-
-    def __init__(self, *, mine: bool) -> None:
-        self.mine = mine
-        self.closed = False
-
-    def renew(self, memory: LongTermMemory) -> None:
-        if self.mine and self.closed:  # run again after a stop
-            memory.embedder = default_embedder()
-            self.closed = False
-
-    async def close(self, memory: LongTermMemory) -> None:
-        if not self.mine or self.closed:
-            return
-        self.closed = True
-        aclose = getattr(memory.embedder, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 class _WakeView:

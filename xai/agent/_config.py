@@ -1,10 +1,14 @@
-"""How an Agent is configured, and what its close reports."""
+"""How an Agent is configured (and its memory made from that), and what its close reports."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import msgspec
 
-from xai.memory import MemoryConfig
+from xai.memory import Embedder, IndexStore, LongTermMemory, MemoryConfig, default_embedder
+from xai.providers import Provider
 from xai.query import QueryConfig
 from xai.session import SessionConfig
 
@@ -13,6 +17,8 @@ __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "AgentClosed",
     "AgentConfig",
+    "OwnEmbedder",
+    "make_memory",
     "with_turn_cap",
 ]
 
@@ -72,3 +78,51 @@ class AgentClosed(msgspec.Struct, frozen=True, kw_only=True):
     def complete(self) -> bool:
         """Everything queued and recovered was decided."""
         return self.undecided == 0
+
+
+def make_memory(
+    directory: Path,
+    agent_id: str,
+    config: AgentConfig,
+    clock: Callable[[], float],
+    embedder: Embedder | None,
+    judge: Provider,
+    store: IndexStore | None,
+) -> LongTermMemory:
+    """The Agent's memory under ``directory/memory``: the embedder given (else the default
+    one), its collections named ``agent_id``."""
+    return LongTermMemory(
+        directory / "memory",
+        embedder=embedder if embedder is not None else default_embedder(),
+        judge=judge,
+        config=config.memory,
+        clock=clock,
+        sync=config.sync_ledger,
+        store=store,
+        namespace=agent_id,
+        lazy_index=True,  # an idle Agent starts no chromadb client
+    )
+
+
+class OwnEmbedder:
+    """The embedder the Agent made itself (an endpoint client) is closed when it stops and
+    made again when it runs again; one it was given is never closed."""
+
+    __slots__ = ("closed", "mine")
+
+    def __init__(self, *, mine: bool) -> None:
+        self.mine = mine
+        self.closed = False
+
+    def renew(self, memory: LongTermMemory) -> None:
+        if self.mine and self.closed:  # run again after a stop
+            memory.embedder = default_embedder()
+            self.closed = False
+
+    async def close(self, memory: LongTermMemory) -> None:
+        if not self.mine or self.closed:
+            return
+        self.closed = True
+        aclose = getattr(memory.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()

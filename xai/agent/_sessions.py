@@ -99,6 +99,12 @@ class SessionSet:
     def get(self, session_id: str) -> Session | None:
         return self._open.get(session_id)
 
+    def open_one(self, session_id: str) -> Session:
+        session = self._open.get(session_id)
+        if session is None:
+            raise SessionClosedError(f"agent {self.agent_id} has no open session {session_id!r}")
+        return session
+
     def __len__(self) -> int:
         return len(self._open)
 
