@@ -140,7 +140,7 @@ async def test_agent_origin_input_never_becomes_a_user_fact(
             text="The user is exhausted.", evidence=(wake_up.id,), session_id=session.id
         )
         done = anyio.Event()
-        assert await agent._enqueue(Job(session.id, (forged,), session, done))
+        assert await agent.adjudication.enqueue(Job(session.id, (forged,), session, done))
         await done.wait()
         await session.close()
         assert agent.memory.facts() == []

@@ -14,7 +14,14 @@ import msgspec
 import pytest
 
 from xai.agent import SessionStream
-from xai.agent._eventlog import CLOSED_LOG_GRACE, boot_id, open_log, read_log, sweep_logs
+from xai.agent._eventlog import (
+    CLOSED_LOG_GRACE,
+    TurnMark,
+    boot_id,
+    open_log,
+    read_log,
+    sweep_logs,
+)
 from xai.events import SessionClosed, SessionEvent, TextDelta, TurnStarted
 from xai.exceptions import EventsExpiredError
 
@@ -167,3 +174,23 @@ async def test_deltas_are_written_in_one_go_when_a_reader_wants_them_or_the_next
         stream.add(TextDelta(query_id="q", round=1, text="d"))
         stream.add(turn(1))  # any other event: written at once, the delta before it
         assert on_disk() == 5 and stream.written == stream.start + 5
+
+
+async def test_the_log_knows_where_its_stream_is_in_the_turns_also_once_compacted(
+    tmp_path: Path,
+) -> None:
+    """A restart compares that place with the journal (``TurnMark``): what the log lacks
+    is announced first; so it must be known however the log was cut."""
+    path = tmp_path / "s.jsonl"
+    log, found, how = open_log(path, TurnMark(4, True))  # made for a Session at turn 4
+    log.release()
+    assert how == "new" and found.turn == TurnMark(4, True)
+    assert read_log(path, 0)[0] == found._replace(good=path.stat().st_size)
+    async with writing(path, capacity=3) as stream:
+        stream.add(turn(5))
+        for word in "abcdefgh":  # past twice the window: compacted, turn 5's start gone
+            stream.add(TextDelta(query_id="q", round=1, text=word))
+        stream.flush()
+        kept, events = read_log(path, 0)
+        assert kept is not None and kept.turn == TurnMark(5, False)
+        assert turns(events) == []

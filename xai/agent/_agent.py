@@ -16,152 +16,85 @@ memory and reopens every Session that had not closed (see ``_resume``). The
 Agent is the only writer of long-term memory: Sessions propose candidates (as
 events, and in their finalising hooks), one adjudication task decides them in
 order.
+
+The Agent is a small shell over objects that each own one part of its state: its
+lifecycle (``Lifecycle``: one ``AgentState``, checked transitions), its open Sessions
+(``SessionSet``), the adjudication (``Adjudication``), the wake-ups (``Scheduler``)
+and the memory (``LongTermMemory``). Each is handed what it needs, never the Agent.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio import AsyncContextManagerMixin
 
 from xai import _actor
-from xai._files import write_atomic
+from xai.agent._adjudication import Adjudication, AdjudicationStopped
 from xai.agent._clock import Clock, SystemClock
-from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
+from xai.agent._config import (
+    AGENT_TURN_MAX_TOKENS,
+    DEFAULT_INSTRUCTIONS,
+    AgentClosed,
+    AgentConfig,
+    OwnEmbedder,
+    make_memory,
+    with_turn_cap,
+)
+from xai.agent._identity import AgentInfo, read_identity, settle_identity
+from xai.agent._lifecycle import AgentState, Lifecycle
 from xai.agent._lock import DirectoryLock
 from xai.agent._persona import Persona, load_persona, save_persona
 from xai.agent._restart import resume_sessions
-from xai.agent._resume import list_done
 from xai.agent._scheduler import Scheduler
+from xai.agent._sessions import SessionSet
 from xai.agent._tools import memory_search_tool
-from xai.events import (
-    AgentEvent,
-    CandidatesProposed,
-    MemoryDecided,
-    SessionClosed,
-    SessionEnded,
-    SessionEvent,
-    SessionOpened,
-)
+from xai.events import AgentEvent, SessionOpened
 from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.memory import (
-    Decision,
-    Embedder,
-    IndexStore,
-    LongTermMemory,
-    MemoryConfig,
-    default_embedder,
-)
-from xai.messages import (
-    CandidateKind,
-    MemoryCandidate,
-    Origin,
-    new_id,
-)
+from xai.memory import Decision, Embedder, IndexStore, LongTermMemory
+from xai.messages import CandidateKind, Origin
 from xai.providers import Provider
-from xai.query import QueryConfig
-from xai.session import (
-    HELPER_INSTRUCTIONS,
-    FinalizingContext,
-    Hub,
-    OverflowPolicy,
-    Session,
-    SessionConfig,
-    Subscription,
-    SystemPrompt,
-)
+from xai.session import Hub, OverflowPolicy, Session, SessionConfig, Subscription, SystemPrompt
 from xai.tools import Tool, ToolSet
 
 if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
-__all__ = ["AGENT_TURN_MAX_TOKENS", "Agent", "AgentConfig"]
+__all__ = [
+    "AGENT_TURN_MAX_TOKENS",
+    "JOB_QUEUE",
+    "AdjudicationStopped",
+    "Agent",
+    "AgentClosed",
+    "AgentConfig",
+    "AgentState",
+    "with_turn_cap",
+]
 
 _log = get_logger(__name__)
-
-DEFAULT_INSTRUCTIONS = "Help the user. Use what you remember when it is relevant."
-
-AGENT_TURN_MAX_TOKENS = 4_096
-"""Output tokens per model request of an Agent's turn, by default. A model that runs away
-(a small one behind llama.cpp wrote 16k characters for 400 s) is cut off there, ending the
-turn as ``length``; the Session's own requests have caps of their own (``SessionConfig``
-``extraction_max_tokens``, ``summary_max_tokens``; ``MemoryConfig.judge_max_tokens``)."""
-
-
-class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """How an Agent runs its Sessions and its memory."""
-
-    session: SessionConfig = SessionConfig(
-        query=QueryConfig(max_tokens=AGENT_TURN_MAX_TOKENS), extract_memory=True, delegation=True
-    )
-    """The configuration of every Session it opens (extraction on: the Agent learns; each
-    request of a turn capped at ``AGENT_TURN_MAX_TOKENS`` output tokens, also when the
-    config given leaves ``query.max_tokens`` unset: pass a number to choose another cap)."""
-    memory: MemoryConfig = MemoryConfig()
-    memory_tool: bool = True
-    """Give each Session's model a ``search_memory`` tool over the Agent's memory."""
-    resume_sessions: bool = True
-    """On start, reopen every Session whose journal did not end with a close."""
-    sync_ledger: bool = True
-    """fsync each memory decision (a power cut loses none)."""
-    event_buffer: int = 10_000
-
-    def __post_init__(self) -> None:
-        msgspec.structs.force_setattr(self, "session", with_turn_cap(self.session))
-
-
-def with_turn_cap(config: SessionConfig) -> SessionConfig:
-    """``config`` with ``AGENT_TURN_MAX_TOKENS`` as its turn cap when it names none.
-
-    Every Session an Agent runs goes through here (its own config and one passed to
-    ``open_session``), so no construction site can forget the cap."""
-    if config.query.max_tokens is not None:
-        return config
-    query = msgspec.structs.replace(config.query, max_tokens=AGENT_TURN_MAX_TOKENS)
-    return msgspec.structs.replace(config, query=query)
-
 
 JOB_QUEUE = 64
 """Adjudication jobs waiting at most: a Session that proposes more waits (back-pressure)."""
 
 
-class AdjudicationStopped(RuntimeError):
-    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
-    or was cancelled), or failed, before it decided a closing Session's candidates. The
-    Session then records itself ``closing``; the candidates are decided on the next start."""
-
-
-class _AgentInfo(msgspec.Struct, frozen=True):
-    agent_id: str
-    created_at: float
-
-
-class Agent:
+class Agent(AsyncContextManagerMixin):
     """An actor owning Sessions, a persona and long-term memory under ``directory``.
 
-    Run it with ``async with Agent(...) as agent`` or in your own task group
-    (``await group.start(agent.run)``). Open conversations with
-    ``open_session``; observe everything with ``events()``; ``close()`` closes
-    every Session (their candidates are adjudicated first), then the memory.
-
-    ``embedder`` and ``judge`` are the caller's: the Agent never closes what it
-    was given (an ``AgentHost`` shares one embedder among its Agents), only the
-    embedder it made itself when none was given.
-
-    ``telemetry`` traces every turn of its Sessions as ``invoke_agent {persona name}``,
-    their requests and tool calls, adjudication and wake-ups (docs/telemetry.md).
-
-    The memory's indexes open when first needed (a search, a prefix, a decision), in
-    ``index_store`` if given (a store shared by many Agents, or a Chroma server: its
-    collections are named after the Agent's id), else in ``memory/index`` of its own.
+    Run it with ``async with Agent(...) as agent`` or in your own task group (``await
+    group.start(agent.run)``). Open conversations with ``open_session``; observe
+    everything with ``events()``; ``close()`` closes every Session (their candidates are
+    adjudicated first), then the memory. ``embedder`` and ``judge`` are the caller's: the
+    Agent never closes what it was given, only the embedder it made. ``telemetry`` traces
+    its Sessions' turns as ``invoke_agent {persona name}``, adjudication and wake-ups. The
+    memory's indexes open when first needed, in ``index_store`` if given (shared, or a
+    Chroma server), else in ``memory/index`` of its own.
     """
 
     def __init__(
@@ -184,95 +117,67 @@ class Agent:
         self.provider = provider
         self.config = config if config is not None else AgentConfig()
         self.clock: Clock = clock if clock is not None else SystemClock()
-        # Nothing is written before `run` holds the directory's lock: what is new is kept
-        # here until then.
-        self._identity = self._read_identity(agent_id)
+        # Nothing is written before `run` holds the directory's lock: what is new waits.
+        self._identity = read_identity(self.directory, agent_id)
         self.id = self._identity.agent_id
         stored = load_persona(self.directory / "persona.md")
         self._persona = stored if stored is not None else (persona or Persona())
         self._persona_unsaved = persona is not None and stored is None
-        self._own_embedder = embedder is None
-        self._embedder_closed = False
-        self.memory = LongTermMemory(
-            self.directory / "memory",
-            embedder=embedder if embedder is not None else default_embedder(),
-            judge=judge if judge is not None else provider,
-            config=self.config.memory,
-            clock=self.clock.now,
-            sync=self.config.sync_ledger,
-            store=index_store,
-            namespace=self.id,
-            lazy_index=True,  # an idle Agent starts no chromadb client
-        )
+        self._embedder = OwnEmbedder(mine=embedder is None)
+        parts = (embedder, provider if judge is None else judge, index_store)
+        self.memory = make_memory(self.directory, self.id, self.config, self.clock.now, *parts)
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
         base = tools if isinstance(tools, ToolSet) else ToolSet(tools)
         # MCP servers among the tools are the Agent's: open while it runs, shared by its Sessions.
         self._tools = ToolSet([*base, *extra], mcp=base.mcp_servers)
-        self._sessions: dict[str, Session] = {}
-        agent_id_ = self.id
-
-        def wrap(seq: int, item: Any) -> AgentEvent:
-            # Items are (session id, body); a gap marker for a slow subscriber comes bare.
-            session_id, body = item if isinstance(item, tuple) else (None, item)
-            return AgentEvent(agent_id_, seq, session_id, body)
-
-        self._hub: Hub[AgentEvent] = Hub(wrap)
+        self._hub = _hub(self.id)
         self._lock = DirectoryLock(self.directory)
         self._files: anyio.Lock | None = None
-        self._group: anyio.abc.TaskGroup | None = None
-        self._outer: anyio.abc.TaskGroup | None = None
-        self._jobs: MemoryObjectSendStream[Job] | None = None
-        self._stopping: anyio.Event | None = None
-        self._stopped: anyio.Event | None = None
-        self._running = False
-        self._suspending = False
-        self._recorded: set[str] = set()  # Sessions whose episodes are in memory (closing ones)
-        self._scheduler_scope: anyio.CancelScope | None = None
-        self.scheduler = Scheduler(self, self.clock)
+        self._life = Lifecycle(self.id)
+        self._closed = AgentClosed()
+        self._adjudication = Adjudication(
+            self.id, self.memory, self._publish, self._session_telemetry
+        )
+        view = _WakeView(
+            self.id,
+            self.memory,
+            lambda: len(self._sessions) > 0,
+            self._publish,
+            self._session_telemetry,
+            lambda purpose, origin: self.open_session(purpose, origin=origin),
+        )
+        self.scheduler = Scheduler(view, self.directory, self.clock)
+        self._sessions = SessionSet(
+            agent_id=self.id,
+            directory=self.directory,
+            provider=provider,
+            config=self.config.session,
+            tools=lambda: self._tools,
+            persona=lambda: self._persona.render(),
+            telemetry=self._session_telemetry,
+            clock=self.clock.now,
+            publish=self._publish,
+            adjudication=self._adjudication,
+            changed=lambda n, user: self.scheduler.sessions_changed(n, user_opened=user),
+        )
 
-    def _read_identity(self, agent_id: str | None) -> _AgentInfo:
-        path = self.directory / "agent.json"
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return _AgentInfo(agent_id=agent_id or new_id(), created_at=time.time())
-        try:
-            info = msgspec.json.decode(data, type=_AgentInfo)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise ConfigurationError(f"{path} is damaged: {exc}") from None
-        if agent_id is not None and agent_id != info.agent_id:
-            raise ConfigurationError(
-                f"{self.directory} holds agent {info.agent_id!r}, not {agent_id!r}"
-            )
-        return info
+    @property
+    def state(self) -> AgentState:
+        """Where the Agent is in its lifecycle (see ``AgentState``)."""
+        return self._life.state
 
-    def _settle_files(self) -> None:
-        """Under the lock: write what construction only read or made up. Blocking."""
-        path = self.directory / "agent.json"
-        if path.exists():
-            on_disk = self._read_identity(None)
-            if on_disk.agent_id != self.id:  # written by another process since __init__
-                raise ConfigurationError(
-                    f"{self.directory} now holds agent {on_disk.agent_id!r}, not {self.id!r}"
-                )
-        else:
-            write_atomic(path, msgspec.json.encode(self._identity))
-        if self._persona_unsaved:
-            save_persona(self.directory / "persona.md", self._persona)
-            self._persona_unsaved = False
-
-    # -- state ---------------------------------------------------------------------
+    @property
+    def adjudication(self) -> Adjudication:
+        """The Agent's adjudication of memory candidates (its job queue)."""
+        return self._adjudication
 
     @property
     def persona(self) -> Persona:
         return self._persona
 
     async def set_persona(self, persona: Persona) -> None:
-        """Replace the persona; Sessions opened from now on get it.
-
-        It is on disk (written in a worker thread) when this returns, or, before the
-        Agent runs, when ``run`` starts.
-        """
+        """Replace the persona; Sessions opened from now on get it. It is on disk (written
+        in a worker thread) when this returns, or, before the Agent runs, when ``run`` starts."""
         self._persona = persona
         self._persona_unsaved = True
         if self._files is not None and self._lock.held:
@@ -285,15 +190,11 @@ class Agent:
     @property
     def sessions(self) -> dict[str, Session]:
         """Open Sessions by id (a copy)."""
-        return dict(self._sessions)
+        return self._sessions.copy()
 
     def session(self, session_id: str) -> Session:
-        try:
-            return self._sessions[session_id]
-        except KeyError:
-            raise SessionClosedError(
-                f"agent {self.id} has no open session {session_id!r}"
-            ) from None
+        """The open Session ``session_id`` (``SessionClosedError`` if none is open)."""
+        return self._sessions.open_one(session_id)
 
     def events(
         self, *, buffer: int | None = None, overflow: OverflowPolicy = "drop_oldest"
@@ -306,34 +207,45 @@ class Agent:
         quick). Returns the way to stop; a host hears a reopened Session this way."""
         return self._hub.listen(callback)
 
-    def _publish(self, session_id: str | None, body: Any) -> None:
+    def _publish(self, session_id: str | None, body: Any) -> None:  # (to ``events()``)
         self._hub.publish((session_id, body))
 
-    # -- lifecycle -------------------------------------------------------------------
+    def _session_telemetry(self) -> Telemetry | None:
+        """The Agent's telemetry, naming it: its Sessions' turns are ``invoke_agent`` spans."""
+        if self.telemetry is None:
+            return None
+        return self.telemetry.for_agent(self.id, self._persona.name)
 
-    async def __aenter__(self) -> Agent:
-        self._outer = await _actor.enter(self)
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await _actor.leave(self._outer, self.close, exc_info)
+    @asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Agent]:
+        """Its task in a task group of its own; leaving closes it (shielded). An error while
+        starting is raised as itself; one from the body as a task group raises it."""
+        started = False
+        try:
+            async with anyio.create_task_group() as group:
+                await group.start(self.run)
+                started = True
+                try:
+                    yield self
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self.close()
+        except BaseExceptionGroup:
+            if started:
+                raise
+            with _actor.single_errors():
+                raise
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """The Agent's task: returns once every Session is closed and the memory is flushed.
-
-        It first takes the directory's lock (``AgentLockedError`` if another process
-        or ``Agent`` holds it). An error while starting (the lock, a damaged file) is
-        raised as itself, not inside an ``ExceptionGroup``; ``run`` can then be called
-        again once the cause is fixed.
-        """
-        if self._running:
+        It first takes the directory's lock (``AgentLockedError`` if another holds it). An
+        error while starting is raised as itself (no ``ExceptionGroup``); run it again then."""
+        if self._life.active:
             raise ConfigurationError(f"agent {self.id} is already running")
-        self._running = True
-        self._stopping = anyio.Event()
-        self._stopped = anyio.Event()
-        self._suspending = False
+        self._life.move(AgentState.STARTING)
+        self._closed = AgentClosed()
         try:
             with bind_ids(agent_id=self.id), _actor.single_errors():
                 await anyio.to_thread.run_sync(self._lock.acquire)
@@ -344,164 +256,74 @@ class Agent:
                     self._lock.release()
         finally:
             self._hub.end()
-            self._stopped.set()
-            self._running = False
+            self._life.move(AgentState.STOPPED)
 
     async def _run_locked(self, task_status: anyio.abc.TaskStatus[None]) -> None:
-        assert self._stopping is not None
         started = time.perf_counter()
         self._files = anyio.Lock()
         async with self._files:
-            await anyio.to_thread.run_sync(self._settle_files)
+            persona = self._persona if self._persona_unsaved else None
+            await anyio.to_thread.run_sync(_settle, self.directory, self._identity, persona)
+            self._persona_unsaved = self._persona_unsaved and self._persona is not persona
         await self.scheduler.load()
-        if self._own_embedder and self._embedder_closed:  # run again after a stop
-            self.memory.embedder = default_embedder()
-            self._embedder_closed = False
+        self._embedder.renew(self.memory)
         try:
             await self.memory.open()
             async with self._tools.open(), anyio.create_task_group() as group:
-                send, receive = anyio.create_memory_object_stream[Job](JOB_QUEUE)
-                self._jobs = send
-                self._group = group
-                group.start_soon(self._adjudicate_forever, receive)
+                self._sessions.bind(group, lambda: self._life.live)
+                await group.start(self._adjudication.run, JOB_QUEUE)
                 if self.config.resume_sessions:
-                    await resume_sessions(self)
-                await group.start(self._run_scheduler)
-                _log.info(
-                    "agent.started",
-                    directory=str(self.directory),
-                    resumed_sessions=len(self._sessions),
-                    facts=len(self.memory.facts()),
-                    wakeups=len(self.scheduler.list()),
-                    ms=round((time.perf_counter() - started) * 1000, 1),
-                )
+                    # Whole even if told to stop meanwhile: what it recovers is then
+                    # decided by the close, not left for the next start.
+                    root = self.directory / "sessions"
+                    adjudication, sessions = self._adjudication, self._sessions
+                    await resume_sessions(root, self.memory, adjudication, sessions, self._publish)
+                await group.start(self.scheduler.run)
+                _log_started(self, len(self._sessions), started)
+                if self._life.state is AgentState.STARTING:
+                    self._life.move(AgentState.RUNNING)
                 task_status.started()
-                await self._stopping.wait()
+                await self._life.wait_for_stop()
                 with anyio.CancelScope(shield=True):
-                    if self._scheduler_scope is not None:
-                        self._scheduler_scope.cancel()
-                    if self._suspending:
-                        await self._suspend_sessions()
-                    else:
-                        await self._close_sessions()
-                    await send.aclose()
+                    await self._stop()
         finally:
-            self._jobs = None
-            self._group = None
+            self._sessions.bind(None, lambda: False)
             with anyio.CancelScope(shield=True):
                 await self.memory.close()
-                await self._close_embedder()
+                await self._embedder.close(self.memory)
             _log.info("agent.stopped", uptime_s=round(time.perf_counter() - started, 1))
 
-    async def _close_embedder(self) -> None:
-        """Close the embedder the Agent made (an endpoint client), never one it was given."""
-        if not self._own_embedder or self._embedder_closed:
-            return
-        self._embedder_closed = True
-        aclose = getattr(self.memory.embedder, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    async def _stop(self) -> None:
+        self.scheduler.stop()
+        left = await self._sessions.end(suspend=self._life.state is AgentState.SUSPENDING)
+        # What is queued is decided (within the bound) before the memory closes.
+        await self._adjudication.finish(self.config.session.hook_timeout)
+        self._closed = _undecided(left)
 
-    async def _run_scheduler(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        with anyio.CancelScope() as scope:
-            self._scheduler_scope = scope
-            await self.scheduler.run(task_status=task_status)
-
-    async def maintain(self) -> list[Decision]:
-        """Decay weak tentative facts and merge duplicate stable ones; observers hear of each."""
-        decisions = await self.memory.maintain()
-        self._announce(None, decisions)
-        return decisions
-
-    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
-        decision = await self.memory.forget(fact_id, reason)
-        self._announce(None, [decision])
-        return decision
-
-    async def remember(
-        self, text: str, *, kind: CandidateKind = "fact", source: str = "api"
-    ) -> list[Decision]:
-        """Adjudicate ``text`` as a memory candidate the user asked for from outside any
-        Session (e.g. over MCP): like a Session's candidate it may be added, reinforce or
-        update a fact, or be dropped. ``source`` is its provenance in the ledger (the
-        decision's session id, ``"mcp"`` for the MCP server); the user's request is its
-        evidence. Returns the decisions made (none if it was decided before)."""
-        self._check_open()
-        request = f"{source}:{new_id()}"
-        candidate = MemoryCandidate(
-            text=text,
-            kind=kind,
-            confidence=0.9,  # said explicitly, on purpose
-            evidence=(request,),
-            session_id=source,
-            created_at=self.clock.now(),
-        )
-        decisions = await self._decide((candidate,), source)  # traced as any adjudication
-        self._announce(None, decisions)
-        return decisions
-
-    def _announce(self, session_id: str | None, decisions: Sequence[Decision]) -> None:
-        if decisions and _log.enabled("info"):
-            _log.info("memory.decided", agent_id=self.id, **_decided_fields(session_id, decisions))
-        for decision in decisions:
-            self._publish(
-                session_id,
-                MemoryDecided(
-                    decision=decision.kind,
-                    reason=decision.reason,
-                    fact_ids=tuple(f.id for f in decision.facts),
-                    candidate_id=decision.candidate.id if decision.candidate else None,
-                ),
-            )
-
-    def notify(self, name: str, payload: Any = None) -> int:
-        """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
-        return self.scheduler.notify(name, payload)
-
-    async def close(self) -> None:
-        """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent."""
-        if self._stopping is None or self._stopped is None:
-            return
-        self._stopping.set()
-        await self._stopped.wait()
+    async def close(self) -> AgentClosed:
+        """Close every Session (hooks run, candidates adjudicated), then stop. Idempotent.
+        What is queued and what a start recovered (also if the close comes while starting)
+        is decided first, within ``SessionConfig.hook_timeout``; returns what was not (it
+        waits in the journals for the next start; logged as ``agent.closed_undecided``)."""
+        if self._life.live:
+            self._life.move(AgentState.CLOSING)
+        await self._life.wait_stopped()
+        return self._closed
 
     async def suspend(self) -> None:
-        """Stop WITHOUT closing the Sessions: no finalising hooks, no ``closed`` record; each
-        journal stays open-ended, so the next start reopens every Session as it was (same
-        id, history, inputs accepted and not started; candidates already decided are not
-        decided again). For evicting an idle Agent (``AgentHost``).
-
-        Refused with ``AgentBusyError`` while a turn (or the memory extraction after one)
-        runs in any of its Sessions: a suspend never interrupts or waits for a turn. From the
+        """Stop WITHOUT closing the Sessions (no hooks, no ``closed`` record): the next start
+        reopens each as it was (same id, history, inputs accepted and not started). For
+        evicting an idle Agent (``AgentHost``). Refused with ``AgentBusyError`` while a turn
+        (or the extraction after one) runs: it never interrupts or waits for a turn. From the
         call on, no turn starts and no input is accepted. Idempotent; a no-op if not running.
         """
-        if self._stopping is None or self._stopped is None:
-            return
-        if not self._stopping.is_set():
-            busy = tuple(i for i, s in self._sessions.items() if not s.idle)
+        if self._life.live:
+            busy = self._sessions.busy()
             if busy:
                 raise AgentBusyError(self.id, busy)
-            self._suspending = True
-            for session in self._sessions.values():  # synchronously: no turn starts now
-                session.begin_suspend()
-            self._stopping.set()
-        await self._stopped.wait()
-
-    async def _suspend_sessions(self) -> None:
-        async with anyio.create_task_group() as group:
-            for session in list(self._sessions.values()):
-                group.start_soon(session.suspend)
-        self._sessions.clear()
-
-    async def _close_sessions(self) -> None:
-        while self._sessions:  # children opened while closing are closed too
-            async with anyio.create_task_group() as group:
-                for session in list(self._sessions.values()):
-                    group.start_soon(session.close, "owner_shutdown")
-
-    # -- sessions --------------------------------------------------------------------
+            self._sessions.begin_suspend()
+            self._life.move(AgentState.SUSPENDING)
+        await self._life.wait_stopped()
 
     async def open_session(
         self,
@@ -514,25 +336,13 @@ class Agent:
     ) -> Session:
         """Open a Session for ``purpose``: it gets the persona and a memory prefix chosen for
         that purpose within ``prefix_tokens`` (default ``MemoryConfig.prefix_tokens``)."""
-        self._check_open()
+        self._sessions.check_open()
         with bind_ids(agent_id=self.id):
             prefix = await self.memory.prefix(purpose, budget_tokens=prefix_tokens)
-        system = SystemPrompt(
-            instructions=instructions, persona=self._persona.render(), memory_prefix=prefix
-        )
-        session_id = new_id()
-        session = Session(
-            self.provider,
-            tools=self._tools,
-            config=self.config.session if config is None else with_turn_cap(config),
-            system=system,
-            directory=self.directory / "sessions" / session_id,
-            session_id=session_id,
-            child_factory=self._spawn_child,
-            telemetry=self._session_telemetry(),
-            clock=self.clock.now,
-        )
-        await self._start(session, SessionOpened(purpose=purpose, origin=origin))
+        persona = self._persona.render()
+        system = SystemPrompt(instructions=instructions, persona=persona, memory_prefix=prefix)
+        session = self._sessions.make(system, None if config is None else with_turn_cap(config))
+        await self._sessions.start(session, SessionOpened(purpose=purpose, origin=origin))
         return session
 
     async def adopt(
@@ -543,226 +353,109 @@ class Agent:
         origin: Origin = "user",
         resumed: bool = False,
     ) -> None:
-        """Own a Session built elsewhere (its own provider, tools, directory): the Agent
-        starts it in its task group, hears its events, decides its memory candidates when
-        it closes, and closes it with the Agent. The Session must not be running yet."""
-        self._check_open()
+        """Own a Session built elsewhere (not running yet): the Agent starts it, hears it,
+        decides its memory candidates when it closes, and closes it with the Agent."""
+        self._sessions.check_open()
         if session.state != "new":
             raise SessionClosedError(f"session {session.id} has already run: adopt it before")
-        await self._start(session, SessionOpened(purpose=purpose, origin=origin, resumed=resumed))
+        opened = SessionOpened(purpose=purpose, origin=origin, resumed=resumed)
+        await self._sessions.start(session, opened)
 
-    def _session_telemetry(self) -> Telemetry | None:
-        """The Agent's telemetry, naming it: its Sessions' turns are ``invoke_agent`` spans."""
-        if self.telemetry is None:
-            return None
-        return self.telemetry.for_agent(self.id, self._persona.name)
+    async def maintain(self) -> list[Decision]:
+        """Decay weak tentative facts and merge duplicate stable ones; observers hear of each."""
+        return await self._adjudication.announced(self.memory.maintain())
 
-    def _check_open(self) -> None:
-        if self._group is None or (self._stopping is not None and self._stopping.is_set()):
-            raise SessionClosedError(f"agent {self.id} is not running (or is closing)")
+    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+        (decision,) = await self._adjudication.announced(self.memory.forget(fact_id, reason))
+        return decision
 
-    async def _spawn_child(self, parent: Session, task: str) -> Session:
-        """Delegation under an Agent: the child is the Agent's too (events, memory, close)."""
-        self._check_open()
-        session_id = new_id()
-        child = Session(
-            self.provider,
-            tools=self._tools,
-            config=parent.config,
-            system=SystemPrompt(instructions=HELPER_INSTRUCTIONS, persona=self._persona.render()),
-            directory=self.directory / "sessions" / session_id,
-            session_id=session_id,
-            parent_id=parent.id,
-            depth=parent.depth + 1,
-            child_factory=self._spawn_child,
-            telemetry=self._session_telemetry(),
-            clock=self.clock.now,
-        )
-        await self._start(child, SessionOpened(purpose=task, origin="agent", parent_id=parent.id))
-        return child
-
-    async def _start(self, session: Session, opened: SessionOpened) -> None:
-        assert self._group is not None
-        with bind_ids(agent_id=self.id):  # the Session's task copies the context from here
-            await self._group.start(session.run)
-        if self._stopping is not None and self._stopping.is_set():
-            # Opened while the Agent was closing: it must not outlive the Agent.
-            await session.close("owner_shutdown")
-            raise SessionClosedError(f"agent {self.id} is closing")
-        self._sessions[session.id] = session
-        self.scheduler.sessions_changed(len(self._sessions), user_opened=opened.origin == "user")
-        session.on_session_finalizing.append(self._on_finalizing)
-        session.on(self._forwarder(session), buffer=self.config.event_buffer)
-        self._publish(session.id, opened)
-
-    def _forwarder(self, session: Session) -> Callable[[SessionEvent], None]:
-        def forward(event: SessionEvent) -> None:
-            body = event.event
-            self._publish(session.id, body)
-            if isinstance(body, CandidatesProposed):
-                self._offer(Job(session.id, body.candidates, session, None))
-            elif isinstance(body, SessionClosed):
-                self._sessions.pop(session.id, None)
-                if session.id in self._recorded:
-                    self._recorded.discard(session.id)
-                    if not session.closing_pending:  # every candidate acknowledged
-                        list_done(self.directory / "sessions", (session.id,))
-                self._publish(session.id, SessionEnded(reason=body.reason))
-                self.scheduler.sessions_changed(len(self._sessions))
-
-        return forward
-
-    async def _on_finalizing(self, context: FinalizingContext) -> None:
-        """A Session is closing: its unacknowledged candidates are decided before it goes.
-
-        Returns once they are decided (and acknowledged). Raises at once if the
-        adjudicator has stopped (or when it stops, or fails on them), so that the
-        Session records itself ``closing``, not closed: the candidates stay in its
-        journal for the next start. A decision that comes after the Session closed
-        acknowledges them late, which completes its close.
-        """
-        if context.episodes:  # what was said is kept first: the evidence candidates point to
-            await self.memory.record_episodes(context.episodes)
-        if not context.episodes or context.episodes[-1].id in self.memory.episodes:
-            self._recorded.add(context.session_id)  # closed.list may name it once closed
-        if not context.candidates:
-            return
-        done = anyio.Event()
-        job = Job(
-            context.session_id, context.candidates, self._sessions.get(context.session_id), done
-        )
-        if await self._enqueue(job):
-            await done.wait()  # set when decided, and when the adjudicator stops without
-        if not job.decided:
-            raise AdjudicationStopped(
-                f"agent {self.id} did not decide the {len(job.candidates)} memory candidates "
-                f"of session {context.session_id}: they wait in its journal"
-            )
-
-    async def _enqueue(self, job: Job) -> bool:
-        """Queue ``job``, waiting while the queue is full. False once the adjudicator stopped."""
-        jobs = self._jobs
-        if jobs is None:
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-            return False
-        try:
-            await jobs.send(job)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-            return False
-        return True
-
-    def _offer(self, job: Job) -> None:
-        """Queue ``job`` if there is room. When there is none (the adjudicator is behind),
-        the candidates stay with their Session, unacknowledged and journaled, and its close
-        hands them over: the event forwarder never waits (it also carries ``SessionClosed``)."""
-        jobs = self._jobs
-        if jobs is None:
-            return
-        try:
-            jobs.send_nowait(job)
-        except anyio.WouldBlock:
-            _log.info("agent.adjudication_behind", session_id=job.session_id)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            _log.warning("agent.candidates_after_stop", count=len(job.candidates))
-
-    # -- adjudication ----------------------------------------------------------------
-
-    def _checked(self, job: Job) -> tuple[MemoryCandidate, ...]:
-        """``job``'s candidates, without the evidence that is not the user's."""
-        return tuple(
-            c if self._grounded(job.session, c) else msgspec.structs.replace(c, evidence=())
-            for c in job.candidates
-        )
-
-    async def _adjudicate_one(self, job: Job) -> None:
-        try:
-            decisions = await self._decide(self._checked(job), job.session_id)
-            self._settle(job, decisions)
-        except Exception:
-            _log.exception("agent.adjudication_failed", session_id=job.session_id)
-
-    async def _adjudicate_together(self, batch: Sequence[Job]) -> bool:
-        """The candidates of every job of ``batch`` in one ``memory.adjudicate`` call, each
-        with its job's session id. False if that call failed: nothing is acknowledged then,
-        and each job is tried again on its own (one bad job fails alone)."""
-        candidates = tuple(
-            c if not job.session_id or c.session_id == job.session_id
-            else msgspec.structs.replace(c, session_id=job.session_id)
-            for job in batch
-            for c in self._checked(job)
-        )  # fmt: skip
-        sessions = {job.session_id for job in batch}
-        try:
-            decisions = await self._decide(candidates, sessions.pop() if len(sessions) == 1 else "")
-        except Exception:
-            _log.warning("agent.adjudication_batch_failed", jobs=len(batch), exc_info=True)
-            return False
-        for job, decided in zip(batch, decisions_by_job(batch, decisions), strict=True):
-            try:
-                self._settle(job, decided)
-            except Exception:
-                _log.exception("agent.adjudication_failed", session_id=job.session_id)
-        return True
-
-    def _settle(self, job: Job, decisions: Sequence[Decision]) -> None:
-        """``job``'s candidates are decided: acknowledge them and tell of the decisions."""
-        if job.session is not None:
-            # Also after the Session closed: a late acknowledgement completes a close
-            # whose hook could not wait for it.
-            job.session.acknowledge_candidates(c.id for c in job.candidates)
-        job.decided = True
-        self._announce(job.session_id or None, decisions)
-
-    def _grounded(self, session: Session | None, candidate: MemoryCandidate) -> bool:
-        """Evidence must be user-origin input of that Session (when its history still has it)."""
-        return grounded_in(session.history if session is not None else (), candidate)
-
-    async def _decide(
-        self, candidates: tuple[MemoryCandidate, ...], session_id: str
+    async def remember(
+        self, text: str, *, kind: CandidateKind = "fact", source: str = "api"
     ) -> list[Decision]:
-        telemetry = self.telemetry
-        if telemetry is None:
-            return await self.memory.adjudicate(candidates, session_id=session_id)
-        with telemetry.for_agent(self.id, self._persona.name).adjudication(
-            session_id, len(candidates)
-        ) as span:
-            decisions = await self.memory.adjudicate(candidates, session_id=session_id)
-            span.decisions(d.kind for d in decisions)
-        return decisions
+        """Adjudicate ``text``, a memory candidate the user asked for outside any Session
+        (e.g. over MCP), as a Session's would be. ``source`` is its provenance in the ledger
+        (``"mcp"`` for the MCP server). Returns the decisions made."""
+        self._sessions.check_open()
+        return await self._adjudication.remember(text, kind, source, self.clock.now())
 
-    async def _adjudicate_forever(self, jobs: MemoryObjectReceiveStream[Job]) -> None:
-        try:
-            async for job in jobs:
-                batch = drain(job, jobs)  # every job already queued: one embedding call
-                try:
-                    if len(batch) == 1 or not await self._adjudicate_together(batch):
-                        for one in batch:
-                            await self._adjudicate_one(one)
-                finally:
-                    for one in batch:
-                        if one.done is not None:
-                            one.done.set()
-        finally:
-            # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
-            # stops waiting now, and sends from now on fail at once. (No await in here.)
-            while True:
-                try:
-                    job = jobs.receive_nowait()
-                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                    break
-                if job.done is not None:
-                    job.done.set()
-            jobs.close()
-            if self._jobs is not None:
-                self._jobs.close()  # (run() closes it too when it stops normally)
+    def notify(self, name: str, payload: Any = None) -> int:
+        """Tell the Agent that ``name`` happened: wake-ups waiting for it fire. Returns how many."""
+        return self.scheduler.notify(name, payload)
 
 
-def _decided_fields(session_id: str | None, decisions: Sequence[Decision]) -> dict[str, Any]:
-    """The ``memory.decided`` line: how many of each kind, and ids (never a fact's text)."""
-    fields: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
-    fields["kinds"] = dict(Counter(d.kind for d in decisions))
-    fields["judged"] = sum(d.judge for d in decisions)
-    fields["candidate_ids"] = [d.candidate.id for d in decisions if d.candidate is not None]
-    fields["fact_ids"] = list(dict.fromkeys(f.id for d in decisions for f in d.facts))
-    return fields
+def _settle(directory: Path, identity: AgentInfo, persona: Persona | None) -> None:
+    """Under the lock: write what construction only read or made up. Blocking."""
+    settle_identity(directory, identity)
+    if persona is not None:
+        save_persona(directory / "persona.md", persona)
+
+
+def _log_started(agent: Agent, resumed: int, started: float) -> None:
+    _log.info(
+        "agent.started",
+        directory=str(agent.directory),
+        resumed_sessions=resumed,
+        facts=len(agent.memory.facts()),
+        wakeups=len(agent.scheduler.list()),
+        ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+
+
+def _hub(agent_id: str) -> Hub[AgentEvent]:
+    def wrap(seq: int, item: Any) -> AgentEvent:
+        # Items are (session id, body); a gap marker for a slow subscriber comes bare.
+        session_id, body = item if isinstance(item, tuple) else (None, item)
+        return AgentEvent(agent_id, seq, session_id, body)
+
+    return Hub(wrap)
+
+
+def _undecided(closed: list[Session]) -> AgentClosed:
+    """What a close left undecided (of the Sessions it closed); said in a warning too."""
+    left = [s for s in closed if s.closing_pending]
+    if not left:
+        return AgentClosed()
+    report = AgentClosed(
+        undecided=sum(s.undecided for s in left), sessions=tuple(s.id for s in left)
+    )
+    _log.warning(
+        "agent.closed_undecided",
+        candidates=report.undecided,
+        session_ids=list(report.sessions),
+        reason="adjudication did not finish within hook_timeout: decided on the next start",
+    )
+    return report
+
+
+class _WakeView:
+    """What the scheduler sees of its Agent (a ``WakeTarget``), made of the Agent's parts."""
+
+    __slots__ = ("_has_sessions", "_open", "_publish", "_telemetry", "agent_id", "memory")
+
+    def __init__(
+        self,
+        agent_id: str,
+        memory: LongTermMemory,
+        has_sessions: Callable[[], bool],
+        publish: Callable[[str | None, Any], None],
+        telemetry: Callable[[], Telemetry | None],
+        open_session: Callable[[str, Origin], Awaitable[Session]],
+    ) -> None:
+        self.agent_id = agent_id
+        self.memory = memory
+        self._has_sessions = has_sessions
+        self._publish = publish
+        self._telemetry = telemetry
+        self._open = open_session
+
+    def has_sessions(self) -> bool:
+        return self._has_sessions()
+
+    def publish(self, session_id: str | None, body: Any) -> None:
+        self._publish(session_id, body)
+
+    def telemetry(self) -> Telemetry | None:
+        return self._telemetry()
+
+    async def open_session(self, purpose: str, *, origin: Origin) -> Session:
+        return await self._open(purpose, origin)

@@ -6,7 +6,11 @@ page cache keeps it; only a machine crash can). A line is either a ``SessionEven
 object) or a mark (an array): ``["opened", boot, start]`` each time a process takes the
 log up (``boot``: the machine's boot id; ``start``: the number before the stream's first
 event), ``["sealed"]`` when its writer let go of it cleanly (the Agent suspended:
-fsynced, another machine may take it up; the Session closed: nothing more comes).
+fsynced, another machine may take it up; the Session closed: nothing more comes),
+``["turns", turn, done]`` where a log begins (made, or compacted): the turn the stream
+begins at, and whether its ``turn_done`` was announced before (``1``) or is to come
+(``0``), so that a restart knows which turns of the journal the stream must announce
+(``TurnMark``: the last turn the log tells of, from this mark and its turn events).
 
 Reopening (``open_log``) keeps the numbering when nothing the old writer wrote can be
 missing: the log is sealed, or its last writer ran on this machine since its last boot
@@ -30,7 +34,7 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
-from xai.events import SessionEvent
+from xai.events import SessionEvent, SessionEventBody, TurnDone, TurnStarted
 from xai.logs import get_logger
 
 __all__ = [
@@ -38,11 +42,13 @@ __all__ = [
     "STREAMS_DIR",
     "EventLog",
     "Found",
+    "TurnMark",
     "boot_id",
     "clock_start",
     "open_log",
     "read_log",
     "sweep_logs",
+    "turn_mark",
 ]
 
 _log = get_logger(__name__)
@@ -75,6 +81,28 @@ def boot_id() -> str:
         return f"{socket.gethostname()}@{booted}"
 
 
+class TurnMark(NamedTuple):
+    """Where a stream is in its Session's turns: the last turn it told of, and whether it
+    announced that turn's end."""
+
+    turn: int
+    done: bool
+
+
+def turn_mark(event: SessionEvent | SessionEventBody, mark: TurnMark | None) -> TurnMark | None:
+    """``mark`` moved on by ``event`` (a turn's start or end moves it)."""
+    body = event.event if isinstance(event, SessionEvent) else event
+    if isinstance(body, TurnStarted):
+        return TurnMark(body.turn, False)
+    if isinstance(body, TurnDone):
+        return TurnMark(body.outcome.turn, True)
+    return mark
+
+
+def _mark_line(mark: TurnMark) -> bytes:
+    return _encode(("turns", mark.turn, int(mark.done))) + b"\n"
+
+
 class Found(NamedTuple):
     """What a log holds."""
 
@@ -92,6 +120,8 @@ class Found(NamedTuple):
     """Its last writer let go of it cleanly."""
     good: int
     """The length of its readable part (a torn tail is past it)."""
+    turn: TurnMark | None = None
+    """The last turn it tells of (``None``: a log from before ``turns`` marks, no turn yet)."""
 
 
 def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEvent]]:
@@ -102,6 +132,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
     boot = ""
     sealed = False
     good = 0
+    turn: TurnMark | None = None
     events: list[SessionEvent] = []
     offset = 0
     for line in data.split(b"\n")[:-1]:  # (the part after the last newline is torn)
@@ -116,6 +147,13 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
                     sealed = False
                 elif mark == ["sealed"] and start >= 0:
                     sealed = True
+                elif (
+                    mark[:1] == ["turns"]
+                    and len(mark) == 3
+                    and isinstance(mark[1], int)
+                    and start >= 0
+                ):
+                    turn = TurnMark(mark[1], bool(mark[2]))
                 else:
                     raise msgspec.DecodeError(f"unknown mark {mark!r}")
             elif start >= 0:
@@ -128,6 +166,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
                 last = seq
                 count += 1
                 sealed = False
+                turn = turn_mark(event, turn)
                 if after is not None and seq > after:
                     events.append(event)
             else:
@@ -145,6 +184,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
         boot=boot,
         sealed=sealed,
         good=good,
+        turn=turn,
     )
     return found, events
 
@@ -164,14 +204,16 @@ class EventLog:
     is open only while events come (``release`` closes it between turns: an idle Session
     holds no descriptor for it)."""
 
-    __slots__ = ("_fd", "events", "path", "start")
+    __slots__ = ("_fd", "events", "path", "start", "turn")
 
-    def __init__(self, path: Path, start: int, events: int) -> None:
+    def __init__(self, path: Path, start: int, events: int, turn: TurnMark | None) -> None:
         self.path = path
         self._fd: int | None = None
         self.start = start
         self.events = events
         """Events in the file (past twice the window, ``compact`` keeps the window)."""
+        self.turn = turn
+        """The last turn the file tells of."""
 
     def _open(self) -> int:
         if self._fd is None:
@@ -189,6 +231,8 @@ class EventLog:
         if events:
             self._write(b"".join(_encode(e) + b"\n" for e in events))
             self.events += len(events)
+            for event in events:
+                self.turn = turn_mark(event, self.turn)
 
     def compact(self, keep: int) -> None:
         """Keep only the last ``keep`` events: a new file, renamed over the old (readers
@@ -200,6 +244,8 @@ class EventLog:
         try:
             kept = lines[-keep:]
             head = _encode(("opened", boot_id(), self.start)) + b"\n"
+            if self.turn is not None:  # (the kept events move it on to where it is now)
+                head += _mark_line(self.turn)
             view = memoryview(head + b"".join(line + b"\n" for line in kept))
             while view:
                 view = view[os.write(fd, view) :]
@@ -230,10 +276,10 @@ class EventLog:
 Opened = Literal["continued", "new", "restarted"]
 
 
-def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
+def open_log(path: Path, turn: TurnMark | None = None) -> tuple[EventLog, Found, Opened]:
     """Take up the log at ``path`` for appending: ``continued`` (its numbering goes on),
-    ``restarted`` (its tail may be lost: a new stream), or ``new`` (there was none).
-    Blocking."""
+    ``restarted`` (its tail may be lost: a new stream), or ``new`` (there was none). A log
+    made here begins at ``turn`` (the Session's, as the stream takes it up). Blocking."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = path.read_bytes()
@@ -253,7 +299,7 @@ def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
             os.write(fd, _encode(("opened", boot_id(), found.start)) + b"\n")
         finally:
             os.close(fd)
-        return EventLog(path, found.start, found.events), found, how
+        return EventLog(path, found.start, found.events, found.turn), found, how
     if found is not None:
         _log.warning(
             "events_log.restarted",
@@ -265,14 +311,22 @@ def open_log(path: Path) -> tuple[EventLog, Found, Opened]:
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, _encode(("opened", boot_id(), start)) + b"\n")
+        head = _encode(("opened", boot_id(), start)) + b"\n"
+        os.write(fd, head + (_mark_line(turn) if turn is not None else b""))
     finally:
         os.close(fd)
     os.replace(tmp, path)
     fresh = Found(
-        start=start, first=start + 1, last=start, events=0, boot=boot_id(), sealed=False, good=0
+        start=start,
+        first=start + 1,
+        last=start,
+        events=0,
+        boot=boot_id(),
+        sealed=False,
+        good=0,
+        turn=turn,
     )
-    return EventLog(path, start, 0), fresh, how
+    return EventLog(path, start, 0, turn), fresh, how
 
 
 def sweep_logs(directory: Path, keep: set[str], before: float) -> list[str]:

@@ -1,17 +1,20 @@
 """An Agent's start, acting on what ``scan_sessions`` found under ``sessions/``: reopen the
 live Sessions, decide the candidates closed journals left behind, record their episodes,
 quarantine damaged journals. These run in the Agent's ``run`` task, before it reports started.
+
+``resume_sessions`` is handed what it acts with (the memory, the adjudication, a way to
+reopen and close Sessions, a way to publish), never the Agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, assert_never
+from pathlib import Path
+from typing import Protocol, assert_never
 
 import anyio
-import msgspec
 
-from xai.agent._jobs import Job, grounded_in
+from xai.agent._adjudication import Adjudication, Publish
+from xai.agent._jobs import Job
 from xai.agent._resume import (
     Damaged,
     Done,
@@ -22,39 +25,54 @@ from xai.agent._resume import (
     scan_sessions,
     set_aside,
 )
-from xai.events import JournalQuarantined, SessionOpened
+from xai.events import JournalQuarantined
 from xai.logs import get_logger
-from xai.messages import CloseReason, MemoryCandidate, Message
-from xai.session import Session
+from xai.memory import LongTermMemory
+from xai.messages import CloseReason
+from xai.session import JournalState, Session
 
-if TYPE_CHECKING:
-    from xai.agent._agent import Agent
-
-__all__ = ["resume_sessions"]
+__all__ = ["Reopener", "resume_sessions"]
 
 _log = get_logger("xai.agent._agent")  # the Agent's own lines
 
 
-async def resume_sessions(self: Agent) -> None:
-    """Act on every journal found under ``sessions/`` (each read once, in a worker
-    thread): see ``xai.agent._resume``."""
-    known = self.memory.episodes.__contains__
-    root = self.directory / "sessions"
+class Reopener(Protocol):
+    """How a restart brings a Session back (``SessionSet``)."""
+
+    async def reopen(self, directory: Path, state: JournalState) -> Session:
+        """Reopen and start the Session a journal left open."""
+        ...
+
+    def close_soon(self, session: Session, reason: CloseReason) -> None:
+        """Close it in a task of the Agent's."""
+        ...
+
+
+async def resume_sessions(
+    root: Path,
+    memory: LongTermMemory,
+    adjudication: Adjudication,
+    sessions: Reopener,
+    publish: Publish,
+) -> None:
+    """Act on every journal found under ``root`` (the Agent's ``sessions/``; each read
+    once, in a worker thread): see ``xai.agent._resume``."""
+    known = memory.episodes.__contains__
     found = await anyio.to_thread.run_sync(scan_sessions, root, known)
     done: list[str] = []  # closed journals read, now completely done
     for item in found:
         if isinstance(item, Reopen):
-            await _reopen(self, item)
+            await _reopen(item, adjudication, sessions)
         elif isinstance(item, LeftOver):
-            await self.memory.record_episodes(item.episodes)
-            await _decide_left_over(self, item.session_id, item.candidates, item.history)
+            await memory.record_episodes(item.episodes)
+            await adjudication.decide_left_over(item.session_id, item.candidates, item.history)
             # (the memory has decided them: its decisions are the acknowledgement)
             done.append(item.session_id)
         elif isinstance(item, Unrecorded):
-            await self.memory.record_episodes(item.episodes)
+            await memory.record_episodes(item.episodes)
             done.append(item.session_id)
         elif isinstance(item, Damaged):
-            await _quarantine(self, item)
+            await _quarantine(item, memory, adjudication, publish)
         elif isinstance(item, Done):
             done.append(item.session_id)
         else:
@@ -62,55 +80,27 @@ async def resume_sessions(self: Agent) -> None:
     await anyio.to_thread.run_sync(list_done, root, done)
 
 
-async def _reopen(self: Agent, item: Reopen) -> None:
+async def _reopen(item: Reopen, adjudication: Adjudication, sessions: Reopener) -> None:
     state = item.state
-    header = state.header
-    session = Session.reopen(
-        item.directory,
-        self.provider,
-        tools=self._tools,
-        config=self.config.session,
-        child_factory=self._spawn_child,
-        depth=header.depth,
-        state=state,
-        telemetry=self._session_telemetry(),
-        clock=self.clock.now,
-    )
-    await self._start(session, SessionOpened(parent_id=header.parent_id, resumed=True))
+    session = await sessions.reopen(item.directory, state)
     retire: CloseReason | None = state.closing
-    if retire is None and header.parent_id is not None:
+    if retire is None and state.header.parent_id is not None:
         retire = "cancelled"  # an orphan: its parent's delegate call was interrupted
     if retire is not None:
         # Closed at once: its finalising hook hands its candidates to the adjudicator.
-        assert self._group is not None
-        self._group.start_soon(session.close, retire)
+        sessions.close_soon(session, retire)
         return
     pending = tuple(state.unacknowledged)
     if pending:
-        await self._enqueue(Job(session.id, pending, session, None))
+        await adjudication.enqueue(Job(session.id, pending, session, None))
 
 
-async def _decide_left_over(
-    self: Agent,
-    session_id: str,
-    candidates: tuple[MemoryCandidate, ...],
-    history: Sequence[Message],
+async def _quarantine(
+    item: Damaged, memory: LongTermMemory, adjudication: Adjudication, publish: Publish
 ) -> None:
-    """Decide candidates no live Session will deliver (those not decided already)."""
-    todo = tuple(
-        c if grounded_in(history, c) else msgspec.structs.replace(c, evidence=())
-        for c in candidates
-        if not self.memory.decided(c.id)
-    )
-    if todo:
-        decisions = await self._decide(todo, session_id)
-        self._announce(session_id, decisions)
-
-
-async def _quarantine(self: Agent, item: Damaged) -> None:
     """Keep what the journal's readable lines say, then set the file aside for good."""
-    await self.memory.record_episodes(item.episodes)
-    await _decide_left_over(self, item.session_id, item.candidates, item.history)
+    await memory.record_episodes(item.episodes)
+    await adjudication.decide_left_over(item.session_id, item.candidates, item.history)
     moved = await anyio.to_thread.run_sync(set_aside, item.journal)
     _log.error(
         "agent.journal_quarantined",
@@ -119,7 +109,7 @@ async def _quarantine(self: Agent, item: Damaged) -> None:
         error=item.error,
         recovered_candidates=len(item.candidates),
     )
-    self._publish(
+    publish(
         item.session_id,
         JournalQuarantined(
             path=str(item.journal),

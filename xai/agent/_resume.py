@@ -35,6 +35,8 @@ from typing import NamedTuple, TypeAlias
 
 import msgspec
 
+from xai.agent._eventlog import TurnMark, turn_mark
+from xai.events import TurnDone, TurnStarted
 from xai.exceptions import JournalError
 from xai.messages import Episode, MemoryCandidate, Message, UserMessage
 from xai.session import (
@@ -47,7 +49,10 @@ from xai.session import (
     Record,
     ReportedRecord,
     Transcript,
+    TurnEndRecord,
+    TurnStartRecord,
     read_journal,
+    read_records,
 )
 
 __all__ = [
@@ -61,6 +66,7 @@ __all__ = [
     "list_done",
     "scan_sessions",
     "set_aside",
+    "turn_events",
 ]
 
 QUARANTINE_SUFFIX = ".quarantined"
@@ -208,3 +214,31 @@ def set_aside(journal: Path) -> Path:
         target = journal.with_name(f"{journal.name}{QUARANTINE_SUFFIX}.{number}")
     os.rename(journal, target)
     return target
+
+
+def turn_events(journal: Path, after: TurnMark, upto: int) -> list[TurnStarted | TurnDone]:
+    """The starts and ends of turns the journal recorded past ``after`` (where a stream
+    is), up to turn ``upto``, in order: what the stream must announce so that it says what
+    the journal says (a kill between a record and its event, e.g. inside the end-of-turn
+    fsync, leaves the event unsaid). Blocking; ``[]`` if the journal cannot be read."""
+    try:
+        records = read_records(journal)
+    except (OSError, JournalError):
+        return []
+    out: list[TurnStarted | TurnDone] = []
+    seen: set[TurnMark] = set()  # (a turn the budget refused ends the turn before again)
+    for record in records:
+        body: TurnStarted | TurnDone
+        if isinstance(record, InputRecord):
+            body = TurnStarted(turn=record.turn, input=record.message)
+        elif isinstance(record, TurnStartRecord):
+            body = TurnStarted(turn=record.turn, input=None)
+        elif isinstance(record, TurnEndRecord):
+            body = TurnDone(outcome=record.outcome)
+        else:
+            continue
+        mark = turn_mark(body, None)
+        if mark is not None and after < mark and mark.turn <= upto and mark not in seen:
+            seen.add(mark)
+            out.append(body)
+    return out

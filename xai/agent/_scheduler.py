@@ -18,7 +18,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import anyio
 import anyio.abc
@@ -33,10 +33,18 @@ from xai.logs import bind_ids, get_logger
 from xai.memory import LongTermMemory
 
 if TYPE_CHECKING:
-    from xai.agent._agent import Agent
+    from xai.messages import Origin
     from xai.session import Session
+    from xai.telemetry import Telemetry
 
-__all__ = ["Builder", "Scheduler", "next_scheduled", "read_schedules", "schedule_path"]
+__all__ = [
+    "Builder",
+    "Scheduler",
+    "WakeTarget",
+    "next_scheduled",
+    "read_schedules",
+    "schedule_path",
+]
 
 _log = get_logger(__name__)
 
@@ -48,14 +56,43 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[WakeupState]).decode
 
 
+class WakeTarget(Protocol):
+    """What the scheduler needs of the Agent it wakes (the Agent hands it a view of itself)."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def memory(self) -> LongTermMemory: ...
+
+    def has_sessions(self) -> bool:
+        """Whether any Session is open (the Agent is not idle)."""
+        ...
+
+    def publish(self, session_id: str | None, body: Any) -> None:
+        """Tell the Agent's observers."""
+        ...
+
+    def telemetry(self) -> Telemetry | None: ...
+
+    async def open_session(self, purpose: str, *, origin: Origin) -> Session: ...
+
+
 class Scheduler:
     """Owned by an Agent (``agent.scheduler``); safe to call from any task of its loop."""
 
-    def __init__(self, agent: Agent, clock: Clock, *, rng: random.Random | None = None) -> None:
-        self._agent = agent
+    def __init__(
+        self,
+        target: WakeTarget,
+        directory: Path,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._agent = target
         self.clock = clock
         self._rng = rng  # made on first use: its state is 2.5 KiB an idle Agent need not hold
-        self._path = agent.directory / "schedules.json"
+        self._path = directory / "schedules.json"
         self._states: dict[str, WakeupState] = {}
         self._builders: dict[str, Builder] = {}
         self._running: dict[str, int] = {}  # wake-up id -> runs whose Session is still open
@@ -73,6 +110,7 @@ class Scheduler:
         self._saved = 0
         self._writes: anyio.Lock | None = None
         self._want_write: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
 
     # -- the schedule ----------------------------------------------------------------
 
@@ -211,11 +249,21 @@ class Scheduler:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
+        """Fire wake-ups as they come due, until ``stop`` (or cancelled)."""
+        with anyio.CancelScope() as self._scope:
+            await self._run(task_status)
+
+    def stop(self) -> None:
+        """End ``run`` (what it saves is flushed first)."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _run(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         async with anyio.create_task_group() as group:
             self._group = group
             group.start_soon(self._writer)
             self._misfires()
-            if not self._agent.sessions:
+            if not self._agent.has_sessions():
                 self._idle_since = self.clock.now()
             task_status.started()
             try:
@@ -308,7 +356,7 @@ class Scheduler:
 
     def _skipped(self, wakeup_id: str, reason: str) -> None:
         _log.info("scheduler.wakeup_skipped", wakeup_id=wakeup_id, reason=reason)
-        self._agent._publish(None, WakeupSkipped(wakeup_id=wakeup_id, reason=reason))
+        self._agent.publish(None, WakeupSkipped(wakeup_id=wakeup_id, reason=reason))
 
     def _spawn(self, state: WakeupState, why: str, payload: Any = None) -> None:
         wakeup = state.wakeup
@@ -335,14 +383,14 @@ class Scheduler:
             state.finished = True
         self._running[wakeup.id] = self._running.get(wakeup.id, 0) + 1
         self._starting += 1
-        with bind_ids(agent_id=self._agent.id):  # (``notify`` comes from any task)
+        with bind_ids(agent_id=self._agent.agent_id):  # (``notify`` comes from any task)
             self._group.start_soon(self._run_once, wakeup, why, payload)
         return None
 
     async def _run_once(self, wakeup: Wakeup, why: str, payload: Any) -> None:
         starting = True
         try:
-            telemetry = self._agent._session_telemetry()
+            telemetry = self._agent.telemetry()
             if telemetry is None:
                 session = await self._fire(wakeup, why, payload)
             else:
@@ -359,7 +407,7 @@ class Scheduler:
                 await session.wait_closed()
         except Exception as exc:  # one bad run never stops the scheduler
             _log.exception("scheduler.run_failed", wakeup_id=wakeup.id)
-            self._agent._publish(
+            self._agent.publish(
                 None, WakeupSkipped(wakeup_id=wakeup.id, reason=f"run failed: {exc}")
             )
         finally:
@@ -380,7 +428,7 @@ class Scheduler:
             return None
         agent = self._agent
         session = await agent.open_session(wakeup.purpose or text, origin="agent")
-        agent._publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
+        agent.publish(session.id, WakeupFired(wakeup_id=wakeup.id, reason=why, input=text))
         _log.info("scheduler.wakeup_fired", wakeup_id=wakeup.id, reason=why, session_id=session.id)
         await session.send(text, origin="agent").result()
         return session
@@ -398,7 +446,7 @@ class Scheduler:
                 value = await value
         except Exception as exc:
             _log.warning("scheduler.builder_failed", wakeup_id=wakeup.id, error=str(exc))
-            self._agent._publish(
+            self._agent.publish(
                 None,
                 WakeupSkipped(
                     wakeup_id=wakeup.id, reason=f"builder failed: {type(exc).__name__}: {exc}"

@@ -15,7 +15,15 @@ thinking delta is written as it is recorded, with the deltas before it in the sa
 write; deltas wait until a reader wants them or the next other event comes (a
 reader's wake-up writes every delta pending, so a burst of deltas costs one write;
 deltas nobody was given may be lost to a kill, their numbers then go to the next
-events). No task runs per stream. Recent events are also kept in memory while the
+events).
+
+One commit point per turn: the journal. A kill can fall between a journal record and
+the event that announces it (inside the fsync at a turn's end, say): the journal says
+the turn ended, the log never got its ``turn_done``. So a stream that takes up a log
+again reads where the log is in the Session's turns (``TurnMark``) and announces, first,
+every turn start and end the journal recorded past it (``turn_events``), each once, in
+order, under the next numbers; the Session's own event for one of those (the end of a
+turn the kill interrupted, announced by the reopened Session) is then not told twice. No task runs per stream. Recent events are also kept in memory while the
 Session runs (for readers that keep up); a suspended or closed stream keeps none,
 its readers read the file. A stream made again on the same log (the Agent
 reopened, here or by another process) goes on from the log's last number, so a
@@ -37,7 +45,16 @@ from pathlib import Path
 
 import anyio
 
-from xai.agent._eventlog import EventLog, clock_start, open_log, read_log
+from xai.agent._eventlog import (
+    EventLog,
+    Found,
+    TurnMark,
+    clock_start,
+    open_log,
+    read_log,
+    turn_mark,
+)
+from xai.agent._resume import turn_events
 from xai.events import (
     SessionClosed,
     SessionEvent,
@@ -48,7 +65,7 @@ from xai.events import (
 )
 from xai.exceptions import EventsExpiredError
 from xai.logs import get_logger
-from xai.session import Session
+from xai.session import JOURNAL_FILE, Session
 
 __all__ = ["DEFAULT_REPLAY_EVENTS", "MEMORY_EVENTS", "SessionStream"]
 
@@ -70,6 +87,7 @@ class SessionStream:
 
     __slots__ = (
         "_first",
+        "_journal",
         "_loaded",
         "_loading",
         "_log",
@@ -78,6 +96,8 @@ class SessionStream:
         "_ready",
         "_recent",
         "_stop",
+        "_told",
+        "_turn",
         "_unnumbered",
         "_waiter",
         "capacity",
@@ -121,6 +141,9 @@ class SessionStream:
         self._waiter: anyio.Event | None = None
         self._ready: anyio.Event | None = None
         self._loading: anyio.Event | None = None  # set when ``load`` has ended
+        self._journal: Path | None = None  # the Session's, as ``attach`` found it
+        self._turn = TurnMark(0, True)  # the Session's turn as ``attach`` found it
+        self._told: set[TurnMark] = set()  # announced from the journal: not again
 
     @classmethod
     async def of_closed(cls, session_id: str, log: Path, capacity: int) -> SessionStream:
@@ -128,12 +151,16 @@ class SessionStream:
         a number past the log's end, after a machine crash, is refused)."""
         found, _ = await anyio.to_thread.run_sync(read_log, log, 2**62)
         stream = cls(session_id, capacity, log=log)
-        stream.closed = True
-        stream._loaded = stream._on_disk = True
-        if found is not None:
-            stream.start, stream._first = found.start, found.first
-            stream.seq = stream.written = found.last
+        stream.read_closed(found)
         return stream
+
+    def read_closed(self, found: Found | None) -> None:
+        """Become the stream of a closed Session whose log holds ``found``."""
+        self.closed = True
+        self._loaded = self._on_disk = True
+        if found is not None:
+            self.start, self._first = found.start, found.first
+            self.seq = self.written = found.last
 
     @property
     def attached(self) -> bool:
@@ -152,6 +179,9 @@ class SessionStream:
         if self.closed:
             return False
         self._stop = session.listen(self._record)
+        directory = session.directory
+        self._journal = directory / JOURNAL_FILE if directory is not None else None
+        self._turn = TurnMark(session.turns, not session.busy)
         loading = self._loading is not None and not self._loading.is_set()
         if self.log_path is None or self._log is not None or loading:
             return False
@@ -171,6 +201,11 @@ class SessionStream:
         if isinstance(body, SessionClosed):
             self.closed = True
             self.detach()
+        if self._told:
+            mark = turn_mark(body, None)
+            if mark is not None and mark in self._told:
+                self._told.discard(mark)  # announced already, from the journal
+                return
         if not self._loaded:
             self._unnumbered.append(body)
             return
@@ -236,7 +271,14 @@ class SessionStream:
         assert self.log_path is not None
         self._loading = done = anyio.Event()
         try:
-            log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path)
+            log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path, self._turn)
+            missed: list[SessionEventBody] = []
+            if how == "continued" and found.turn is not None and self._journal is not None:
+                missed = list(
+                    await anyio.to_thread.run_sync(
+                        turn_events, self._journal, found.turn, self._turn.turn
+                    )
+                )
         except OSError as exc:
             _log.error("stream.log_unreadable", session_id=self.session_id, error=str(exc))
             self.log_path = None  # memory only from now on: a new stream's numbers
@@ -246,6 +288,7 @@ class SessionStream:
             self._log = log
             if how == "restarted":
                 self._recent.clear()
+            self._tell(missed)
             self._renumber(found.last, found.first, on_disk=True, start=found.start)
         finally:
             if not self._loaded:  # cancelled: what was recorded cannot be numbered
@@ -253,6 +296,23 @@ class SessionStream:
                 self._loaded = True
                 self._set_ready()
             done.set()
+
+    def _tell(self, missed: list[SessionEventBody]) -> None:
+        """Put the turn events the log lacks (``missed``) before what the Session published
+        since ``attach``, leaving out any it published itself; later ones are dropped."""
+        published = {turn_mark(body, None) for body in self._unnumbered}
+        missed = [b for b in missed if turn_mark(b, None) not in published]
+        if missed:
+            _log.warning(
+                "stream.turn_events_retold",
+                session_id=self.session_id,
+                events=[f"{type(b).__name__}({turn_mark(b, None)})" for b in missed],
+            )
+        for body in missed:
+            mark = turn_mark(body, None)
+            if mark is not None:
+                self._told.add(mark)
+        self._unnumbered[:0] = missed
 
     def _renumber(self, last: int, first: int, *, on_disk: bool, start: int) -> None:
         """The numbering is known (the log was read): number what was recorded meanwhile."""
