@@ -84,7 +84,7 @@ async def _reopen(item: Reopen, adjudication: Adjudication, sessions: Reopener) 
     state = item.state
     session = await sessions.reopen(item.directory, state)
     retire: CloseReason | None = state.closing
-    if retire is None and state.header.parent_id is not None:
+    if retire is None and state.parent_id is not None:
         retire = "cancelled"  # an orphan: its parent's delegate call was interrupted
     if retire is not None:
         # Closed at once: its finalising hook hands its candidates to the adjudicator.

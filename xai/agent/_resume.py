@@ -33,27 +33,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
-import msgspec
-
 from xai.agent._eventlog import TurnMark, turn_mark
 from xai.events import TurnDone, TurnStarted
 from xai.exceptions import JournalError
-from xai.messages import Episode, MemoryCandidate, Message, UserMessage
-from xai.session import (
-    JOURNAL_FILE,
-    CandidatesRecord,
-    HeaderRecord,
-    InputRecord,
-    JournalState,
-    MessageRecord,
-    Record,
-    ReportedRecord,
-    Transcript,
-    TurnEndRecord,
-    TurnStartRecord,
-    read_journal,
-    read_records,
-)
+from xai.messages import Episode, MemoryCandidate, Message
+from xai.session import JOURNAL_FILE, JournalView, read_journal
 
 __all__ = [
     "CLOSED_LIST",
@@ -75,7 +59,7 @@ CLOSED_LIST = "closed.list"
 
 class Reopen(NamedTuple):
     directory: Path
-    state: JournalState
+    state: JournalView
 
 
 class LeftOver(NamedTuple):
@@ -133,12 +117,10 @@ def scan_sessions(root: Path, known: Callable[[str], bool] = lambda _: False) ->
             found.append(Reopen(directory, state))
         elif pending := tuple(state.unacknowledged):
             found.append(
-                LeftOver(
-                    state.header.session_id, pending, tuple(state.history), tuple(state.episodes)
-                )
+                LeftOver(state.session_id, pending, tuple(state.history), tuple(state.episodes))
             )
         elif state.episodes and not known(state.episodes[-1].id):
-            found.append(Unrecorded(state.header.session_id, tuple(state.episodes)))
+            found.append(Unrecorded(state.session_id, tuple(state.episodes)))
         else:
             found.append(Done(directory.name))
     return found
@@ -167,42 +149,17 @@ def list_done(root: Path, session_ids: Sequence[str]) -> None:
         os.close(fd)
 
 
-_decode = msgspec.json.Decoder(Record).decode
-
-
 def _salvage(journal: Path, error: str) -> Damaged:
     """Every line of ``journal`` that still decodes, skipping those that do not."""
-    session_id = journal.parent.name
-    candidates: dict[str, MemoryCandidate] = {}
-    reported: set[str] = set()
-    history: list[Message] = []
-    transcript = Transcript(session_id, 0.0)
-    try:
-        raw = journal.read_bytes()
-    except OSError:
-        raw = b""
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            record = _decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
-        if isinstance(record, HeaderRecord):
-            session_id = record.session_id
-            transcript = Transcript(session_id, record.created_at)
-        elif isinstance(record, CandidatesRecord):
-            candidates.update((c.id, c) for c in record.candidates)
-        elif isinstance(record, ReportedRecord):
-            reported.update(record.candidate_ids)
-        elif isinstance(record, InputRecord) and isinstance(record.message, UserMessage):
-            history.append(record.message)
-            transcript.add(record.turn, record.message)
-        elif isinstance(record, MessageRecord):
-            transcript.add(record.turn, record.message)
-    pending = tuple(c for i, c in candidates.items() if i not in reported)
-    episodes = tuple(transcript.episodes)
-    return Damaged(journal, error, session_id, pending, tuple(history), episodes)
+    view = JournalView.salvage(journal)
+    return Damaged(
+        journal,
+        error,
+        view.session_id,
+        tuple(view.unacknowledged),
+        tuple(view.inputs),
+        tuple(view.episodes),
+    )
 
 
 def set_aside(journal: Path) -> Path:
@@ -222,23 +179,16 @@ def turn_events(journal: Path, after: TurnMark, upto: int) -> list[TurnStarted |
     the journal says (a kill between a record and its event, e.g. inside the end-of-turn
     fsync, leaves the event unsaid). Blocking; ``[]`` if the journal cannot be read."""
     try:
-        records = read_records(journal)
+        view = JournalView.read(journal, repair=False)  # (a running Session may own it)
     except (OSError, JournalError):
         return []
     out: list[TurnStarted | TurnDone] = []
-    seen: set[TurnMark] = set()  # (a turn the budget refused ends the turn before again)
-    for record in records:
-        body: TurnStarted | TurnDone
-        if isinstance(record, InputRecord):
-            body = TurnStarted(turn=record.turn, input=record.message)
-        elif isinstance(record, TurnStartRecord):
-            body = TurnStarted(turn=record.turn, input=None)
-        elif isinstance(record, TurnEndRecord):
-            body = TurnDone(outcome=record.outcome)
-        else:
-            continue
-        mark = turn_mark(body, None)
-        if mark is not None and after < mark and mark.turn <= upto and mark not in seen:
-            seen.add(mark)
-            out.append(body)
+    for turn in view.turn_log:  # in turn order; a turn's first end is the one announced
+        told: list[TurnStarted | TurnDone] = [TurnStarted(turn=turn.turn, input=turn.input)]
+        if turn.outcomes:
+            told.append(TurnDone(outcome=turn.outcomes[0]))
+        for body in told:
+            mark = turn_mark(body, None)
+            if mark is not None and after < mark and mark.turn <= upto:
+                out.append(body)
     return out
