@@ -243,7 +243,7 @@ async def test_host_reaches_agents_by_id_with_plain_values(
 async def test_opening_a_session_while_the_agent_closes_never_hangs(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
-    from xai.exceptions import SessionClosedError
+    from xai.exceptions import AgentNotRunningError
 
     agent = Agent(tmp_path, provider)
     async with anyio.create_task_group() as group:
@@ -251,7 +251,7 @@ async def test_opening_a_session_while_the_agent_closes_never_hangs(
         await agent.open_session("one")
         group.start_soon(agent.close)
         await anyio.lowlevel.checkpoint()
-        with pytest.raises(SessionClosedError):
+        with pytest.raises(AgentNotRunningError):
             await agent.open_session("too late")
     assert agent.sessions == {}
 

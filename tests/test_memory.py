@@ -12,6 +12,7 @@ import pytest
 
 from tests.memory_helpers import fact_of
 from tests.session_helpers import last_content
+from xai.exceptions import FactNotFoundError
 from xai.memory import JUDGE_MARKER, LongTermMemory, MemoryConfig, local_minilm
 from xai.memory._ledger import Ledger
 from xai.messages import CandidateKind, MemoryCandidate
@@ -370,7 +371,7 @@ async def test_forget(tmp_path: Path) -> None:
         (decision,) = await memory.adjudicate([candidate("The user's PIN hint is 'blue door'.")])
         await memory.forget(decision.facts[0].id)
         assert memory.facts() == [] and await memory.search("PIN", k=3) == []
-        with pytest.raises(KeyError):
+        with pytest.raises(FactNotFoundError):
             await memory.forget("nope")
 
 

@@ -24,7 +24,7 @@ from xai.agent import (
     Wakeup,
 )
 from xai.events import AgentEvent, SessionEnded, WakeupFired, WakeupSkipped
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, WakeupNotFoundError
 from xai.memory import JUDGE_MARKER, LongTermMemory
 from xai.messages import UserMessage
 from xai.session import Subscription
@@ -262,7 +262,7 @@ async def test_pause_resume_and_remove_while_running(tmp_path: Path) -> None:
         assert not [e for e in _drain(events) if isinstance(e.event, WakeupFired)]
         assert running.state == "running"  # the run in progress was left alone
         await running.close()
-        with pytest.raises(KeyError):
+        with pytest.raises(WakeupNotFoundError):
             agent.scheduler.remove("p")
 
 

@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
 from xai.events import MemoryDecided
+from xai.exceptions import AdjudicationStopped
 from xai.logs import get_logger
 from xai.memory import Decision, LongTermMemory
 from xai.messages import CandidateKind, MemoryCandidate, Message, new_id
@@ -35,12 +36,6 @@ _log = get_logger("xai.agent._agent")  # the Agent's own lines
 
 Publish = Callable[[str | None, Any], None]
 """How an event reaches the Agent's observers: ``(session id or None, event body)``."""
-
-
-class AdjudicationStopped(RuntimeError):
-    """Raised by the Agent's finalising hook: the Agent stopped adjudicating (it is stopping
-    or was cancelled), or failed, before it decided a closing Session's candidates. The
-    Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
 class Adjudication:

@@ -28,7 +28,7 @@ from xai._files import write_atomic
 from xai.agent._clock import Clock
 from xai.agent._wakeups import Idle, OnEvent, Wakeup, WakeupState, next_time
 from xai.events import WakeupFired, WakeupSkipped
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, WakeupNotFoundError
 from xai.logs import bind_ids, get_logger
 from xai.memory import LongTermMemory
 
@@ -170,7 +170,7 @@ class Scheduler:
     def remove(self, wakeup_id: str) -> None:
         """Remove a wake-up. A run already going finishes; nothing more fires."""
         if self._states.pop(wakeup_id, None) is None:
-            raise KeyError(f"no wake-up {wakeup_id!r}")
+            raise WakeupNotFoundError(wakeup_id)
         self._queued.pop(wakeup_id, None)
         self._save()
         self._poke()
@@ -201,7 +201,7 @@ class Scheduler:
         try:
             return self._states[wakeup_id]
         except KeyError:
-            raise KeyError(f"no wake-up {wakeup_id!r}") from None
+            raise WakeupNotFoundError(wakeup_id) from None
 
     def _arm(self, wakeup: Wakeup, after: float) -> float | None:
         at = next_time(wakeup.trigger, after)

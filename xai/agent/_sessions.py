@@ -30,7 +30,7 @@ from xai.events import (
     SessionEvent,
     SessionOpened,
 )
-from xai.exceptions import SessionClosedError
+from xai.exceptions import AgentNotRunningError, SessionClosedError
 from xai.logs import bind_ids
 from xai.messages import CloseReason, new_id
 from xai.providers import Provider
@@ -91,7 +91,7 @@ class SessionSet:
 
     def check_open(self) -> None:
         if self._group is None or not self.live():
-            raise SessionClosedError(f"agent {self.agent_id} is not running (or is closing)")
+            raise AgentNotRunningError(self.agent_id)
 
     def copy(self) -> dict[str, Session]:
         return dict(self._open)
@@ -173,7 +173,7 @@ class SessionSet:
         are decided then); any other must not outlive the Agent."""
         assert self._group is not None
         if not recovered and not self.live():
-            raise SessionClosedError(f"agent {self.agent_id} is closing")
+            raise AgentNotRunningError(self.agent_id, f"agent {self.agent_id} is closing")
         self._open[session.id] = session
         session.on_session_finalizing.append(self._finalizing)
         stop = session.listen(self._forwarder(session))
@@ -190,7 +190,7 @@ class SessionSet:
             raise
         if not recovered and not self.live():
             await session.close("owner_shutdown")
-            raise SessionClosedError(f"agent {self.agent_id} is closing")
+            raise AgentNotRunningError(self.agent_id, f"agent {self.agent_id} is closing")
 
     def _forwarder(self, session: Session) -> Callable[[SessionEvent], None]:
         def forward(event: SessionEvent) -> None:

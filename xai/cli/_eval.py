@@ -140,8 +140,7 @@ class _Bar:
 def eval_command(args: argparse.Namespace) -> int:
     import anyio
 
-    from xai.cli._errors import EXIT_FAILED, EXIT_OK
-    from xai.cli._errors import explain
+    from xai.cli._errors import EXIT_FAILED, EXIT_OK, explain
 
     ks = _ks(args.k)
     names = _backend_names(args.backend)

@@ -24,7 +24,7 @@ from xai.agent import Agent, At, Cron, Every, Wakeup, WakeupState
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, FactNotFoundError, WakeupNotFoundError
 from xai.memory import Fact, MemoryHit, ScoredEpisode, ScoredFact
 from xai.providers import OpenAIProvider
 from xai.session import Session
@@ -90,7 +90,7 @@ class Repl:
             try:
                 await agent.forget(args[0])
                 self.render.line(f"forgotten: {args[0]}")
-            except KeyError as exc:
+            except FactNotFoundError as exc:
                 self.render.line(f"error: {error_line(exc)}")
         elif name == "/persona":
             self.render.line(agent.persona.render())
@@ -157,7 +157,7 @@ class Repl:
                 scheduler.add(Wakeup(id=wake_id, trigger=trigger, text=text))
                 self.render.line(f"added {wake_id}: {trigger_line(trigger, now)}")
                 return
-        except (ValueError, KeyError, ConfigurationError) as exc:
+        except (ValueError, WakeupNotFoundError, ConfigurationError) as exc:
             self.render.line(f"error: {error_line(exc)}")
             return
         self.render.line("usage: /wake [list] | add every|in|cron WHEN TEXT | remove ID")

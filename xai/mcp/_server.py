@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from xai._http import serve_on_socket
 from xai.agent import Agent
-from xai.exceptions import SessionClosedError
+from xai.exceptions import FactNotFoundError, SessionClosedError
 from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
@@ -148,8 +148,8 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         """Forget one fact (by the id search_memory or recent_facts gave)."""
         try:
             decision = await agent.forget(fact_id, "forgotten on request over MCP")
-        except KeyError:
-            raise ToolError(f"no fact {fact_id!r}") from None
+        except FactNotFoundError as exc:
+            raise ToolError(str(exc)) from None
         return Forgotten(fact_id=fact_id, decision=decision.kind)
 
     # Every tool is a coroutine: the SDK runs a plain function in a worker thread, where

@@ -27,7 +27,7 @@ import anyio
 import msgspec
 
 from xai._files import read_jsonl
-from xai.exceptions import JournalError, LedgerGapError
+from xai.exceptions import JournalError, LedgerGapError, NotOpenError
 from xai.logs import get_logger
 from xai.memory._types import Decision, Fact, FactStatus, Tier
 from xai.messages import DecisionKind, MemoryCandidate
@@ -253,7 +253,7 @@ class Ledger:
         the file, so the next line starts clean.
         """
         if self._closed:
-            raise RuntimeError(f"ledger {self.path} is closed")
+            raise NotOpenError(f"ledger {self.path}")
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         data = memoryview(_encode(_line(decision, known)) + b"\n")

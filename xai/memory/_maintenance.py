@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from xai.exceptions import FactNotFoundError
 from xai.memory._policy import restates
 from xai.memory._types import Decision, Fact
 from xai.memory._writer import FactStore
@@ -32,7 +33,7 @@ class Maintenance:
         async with lock, self.store.batch():
             fact = self.store.state.facts.get(fact_id)
             if fact is None:
-                raise KeyError(f"no fact {fact_id!r}")
+                raise FactNotFoundError(fact_id)
             gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
             return await self.store.write("forget", reason, (gone,))
 

@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, NotOpenError
 from xai.logs import get_logger
 from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
@@ -140,7 +140,7 @@ class LongTermMemory:
         if self.fact_store.index is not None:
             return
         if self._opening is None:
-            raise RuntimeError("the memory is not open: call open() or use `async with`")
+            raise NotOpenError("the memory")
         async with self._opening:
             if self.fact_store.indexed():  # opened by another task meanwhile
                 return

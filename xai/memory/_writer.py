@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from xai.exceptions import MemoryUnavailableError
+from xai.exceptions import MemoryUnavailableError, NotOpenError
 from xai.logs import get_logger
 from xai.memory._embeddings import Embedder
 from xai.memory._index import VectorIndex
@@ -122,7 +122,7 @@ class FactStore:
 
     def require_lock(self) -> anyio.Lock:
         if self._lock is None:
-            raise RuntimeError("the memory is not open: call open() or use `async with`")
+            raise NotOpenError("the memory")
         return self._lock
 
     async def ensure_index(self) -> None:
@@ -135,7 +135,7 @@ class FactStore:
 
     def require_index(self) -> VectorIndex:
         if self.index is None:
-            raise RuntimeError("the memory is not open: call open() or use `async with`")
+            raise NotOpenError("the memory")
         return self.index
 
     async def lexicon(self) -> LexicalIndex:

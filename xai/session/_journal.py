@@ -45,7 +45,7 @@ import anyio
 import msgspec
 
 from xai._files import read_jsonl
-from xai.exceptions import JournalError
+from xai.exceptions import JournalError, NotOpenError
 from xai.logs import get_logger
 from xai.messages import (
     CloseReason,
@@ -137,7 +137,7 @@ class Journal:
 
     def append(self, record: Record) -> None:
         if self._fd is None:
-            raise RuntimeError(f"journal {self.path} is closed")
+            raise NotOpenError(f"journal {self.path}")
         data = memoryview(encode_record(record) + b"\n")
         size = len(data)
         while data:

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from xai.config import LLMConfig
+from xai.exceptions import RunError
 from xai.messages import new_id
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing._render import estimate_usage, finish_reason, hash_embedding, pieces
@@ -285,7 +286,7 @@ class OpenAIWireServer:
         deadline = time.monotonic() + 15
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the OpenAI-wire test server did not start")
+                raise RunError("the OpenAI-wire test server did not start")
             time.sleep(0.005)
         return self
 
