@@ -284,7 +284,7 @@ async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
 
 
 async def test_the_web_pages_routes_on_ray(hosts: RayHosts) -> None:
-    """``xai serve --ray`` serves the page's data too (``RayHosts`` is a ``PageBackend``):
+    """``xai serve --ray`` serves the page's data too (``RayHosts`` runs every request):
     the Agent's live events, cancel, facts, search, forget, wake-ups and usage."""
     agent = "pager"
     base = f"/agents/{agent}"

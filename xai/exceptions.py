@@ -11,7 +11,8 @@ retry may help.
     │   │   └── AgentLockedError    another process runs that Agent directory (directory, pid)
     │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
-    │   └── SessionClosedError      input sent to a Session that is closing or closed
+    │   ├── SessionClosedError      input sent to a Session that is closing or closed
+    │   └── IdempotencyKeyReusedError  a host request's key was used for another request
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
         ├── MCPServerError          an MCP server (a tool source) failed to start (server)
@@ -43,6 +44,7 @@ __all__ = [
     "ConfigurationError",
     "ContextTooLongError",
     "EventsExpiredError",
+    "IdempotencyKeyReusedError",
     "JournalError",
     "LedgerGapError",
     "MCPServerError",
@@ -137,6 +139,16 @@ class EventsExpiredError(UsageError):
         self.after = after
         self.first = first
         self.last = last
+
+
+class IdempotencyKeyReusedError(UsageError):
+    """A host write came with the idempotency ``key`` of an earlier, different request
+    (HTTP 422, as the IETF httpapi draft on ``Idempotency-Key`` asks): use a new key for a
+    new request."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"idempotency key {key!r} was already used for a different request")
+        self.key = key
 
 
 class RunError(XaiError):

@@ -13,6 +13,7 @@ import msgspec
 from xai.exceptions import (
     ConfigurationError,
     EventsExpiredError,
+    IdempotencyKeyReusedError,
     MemoryUnavailableError,
     SessionClosedError,
     SessionNotFoundError,
@@ -28,6 +29,7 @@ FailureKind = Literal[
     "session_not_found",
     "session_closed",
     "events_expired",
+    "idempotency_key_reused",
     "memory_unavailable",
     "configuration",
     "usage",
@@ -88,6 +90,8 @@ def failure_of(error: XaiError) -> bytes:
             first=error.first,
             last=error.last,
         )
+    elif isinstance(error, IdempotencyKeyReusedError):
+        failure = Failure(kind="idempotency_key_reused", message=str(error), where=error.key)
     elif isinstance(error, MemoryUnavailableError):
         failure = Failure(kind="memory_unavailable", message=str(error), where=error.where)
     else:
@@ -116,6 +120,8 @@ def _raise(failure: Failure) -> XaiError:
             return EventsExpiredError(
                 failure.session_id, failure.after, first=failure.first, last=failure.last
             )
+        case "idempotency_key_reused":
+            return IdempotencyKeyReusedError(failure.where)
         case "memory_unavailable":
             return MemoryUnavailableError(failure.message, where=failure.where)
         case "configuration":

@@ -1,7 +1,8 @@
-"""What the web page shows of an Agent, as msgspec values the gateway sends as JSON.
+"""The host API's views of an Agent: msgspec values the host's operations answer with
+(``_host_api``), and the web page shows as JSON.
 
-Each is computed from the running Agent (its memory, its scheduler) or, for usage, from its
-Sessions' journals (read in a worker thread): the page never reads files itself.
+Each is computed from the running Agent (its Sessions, its memory, its scheduler) or, for
+usage, from its Sessions' journals (read in a worker thread): the page never reads files.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai.agent import Agent, Cron, Every, Idle, OnEvent, Trigger, WakeupState
-from xai.agent import At as AtTrigger
+from xai.agent._agent import Agent
+from xai.agent._wakeups import At as AtTrigger
+from xai.agent._wakeups import Cron, Every, Idle, OnEvent, Trigger, WakeupState
 from xai.exceptions import JournalError
 from xai.memory import Decision, Fact
-from xai.messages import Episode, Origin, Usage
+from xai.messages import Episode, Origin, Usage, UserMessage
 from xai.session import (
     JOURNAL_FILE,
     AcceptedRecord,
@@ -34,11 +36,15 @@ __all__ = [
     "DayUsage",
     "FactDetail",
     "FactHistory",
+    "SessionInfo",
+    "SessionSummary",
     "SessionUsage",
     "UsageReport",
     "WakeupView",
     "describe_trigger",
     "fact_detail",
+    "session_info",
+    "session_summaries",
     "usage_report",
     "wakeup_views",
 ]
@@ -47,6 +53,66 @@ MAX_USAGE_SESSIONS = 500
 """The usage report covers the Agent's most recent Sessions, at most this many."""
 
 _LABEL_CHARS = 80
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    agent_id: str
+    session_id: str
+    parent_id: str | None
+    state: str
+    turns: int
+    usage: Usage
+    memory_prefix: str = ""
+
+
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One open Session of an Agent, as the Sessions list shows it."""
+
+    session_id: str
+    parent_id: str | None
+    """The Session that delegated to it (a helper), or ``None``."""
+    state: str
+    turns: int
+    busy: bool
+    """A turn is running."""
+    origin: Origin | None
+    """Who gave the first input (``agent``: a wake-up or a helper); ``None``: none yet."""
+    label: str
+    """The start of the first input (what the Session is about); empty before one."""
+    usage: Usage
+
+
+def session_info(agent: Agent, session_id: str) -> SessionInfo:
+    session = agent.session(session_id)
+    return SessionInfo(
+        agent_id=agent.id,
+        session_id=session.id,
+        parent_id=session.parent_id,
+        state=session.state,
+        turns=session.turns,
+        usage=session.usage,
+        memory_prefix=session.system.memory_prefix,
+    )
+
+
+def session_summaries(agent: Agent) -> list[SessionSummary]:
+    """The Agent's open Sessions, in the order they were opened (or reopened)."""
+    out = []
+    for session in agent.sessions.values():
+        first = next((m for m in session.history if isinstance(m, UserMessage)), None)
+        out.append(
+            SessionSummary(
+                session_id=session.id,
+                parent_id=session.parent_id,
+                state=session.state,
+                turns=session.turns,
+                busy=session.busy,
+                origin=first.origin if first is not None else None,
+                label=first.content[:_LABEL_CHARS] if first is not None else "",
+                usage=session.usage,
+            )
+        )
+    return out
 
 
 class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
