@@ -14,6 +14,7 @@ answered as the first request was, never run twice (the request's policy says ho
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -191,6 +192,13 @@ def idempotency_key(request: Request) -> str | None:
     return match.group(1)
 
 
+def _input_id(key: str) -> str:
+    """The input id a message's key names: a digest of it (a client's key is any text; an
+    input id is journaled and shown to the model, so it is made plain), the same for every
+    repeat, so the Session recognises a repeat even after a restart."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 async def _body(request: Request, type: type[msgspec.Struct]) -> msgspec.Struct:
     data = await request.body()
     if len(data) > MAX_BODY_BYTES:
@@ -282,8 +290,12 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         if not body.text.strip():
             raise _error(400, "bad_request", "text: empty")
         agent_id, session_id = request.path_params["agent_id"], request.path_params["session_id"]
+        key = idempotency_key(request)
         submit = Submit(
-            agent_id=agent_id, session_id=session_id, text=body.text, key=idempotency_key(request)
+            agent_id=agent_id,
+            session_id=session_id,
+            text=body.text,
+            key=None if key is None else _input_id(key),
         )
         input_id = await host.call(submit)
         return _json(Accepted(agent_id=agent_id, session_id=session_id, input_id=input_id), 202)
