@@ -315,6 +315,30 @@
     });
   }
 
+  /** The Agent's open Sessions (not the helpers: they show under their call), each with a
+   * button that follows it: a new tab, or another device, picks up a conversation. */
+  async function loadSessions() {
+    const open = (await api("GET", "/sessions")).filter((s) => !s.parent_id);
+    $("sessions-empty").hidden = open.length > 0;
+    redraw($("sessions"), open.map(sessionItem), "data-session");
+  }
+
+  function sessionItem(s) {
+    const current = s.session_id === session;
+    const turns = s.turns === 1 ? "1 turn" : `${s.turns} turns`;
+    const item = el("li", { "data-session": s.session_id, "data-state": s.state, "aria-current": current ? "true" : null },
+      el("span", { class: "who" }, `Session ${s.session_id} · ${turns}` + (s.busy ? " · running" : "")),
+      el("p", { class: "label" }, s.label || "(no message yet)"));
+    const show = el("button", { type: "button", disabled: current, "aria-label": `Show Session ${s.session_id}` }, current ? "Shown" : "Show");
+    show.addEventListener("click", () => {
+      follow(s.session_id);
+      loadSessions().catch(failed);
+    });
+    item.append(show);
+    return item;
+  }
+  loaders.chat = loadSessions;
+
   function endSession() {
     if (source) source.close();
     source = null;
@@ -329,6 +353,7 @@
     try {
       const info = await api("POST", "/sessions", purpose ? { purpose } : {});
       follow(info.session_id);
+      loadSessions().catch(failed);
       $("message").focus();
     } catch (error) {
       failed(error);
@@ -637,6 +662,9 @@
     const data = JSON.parse(message.data);
     const body = data.event;
     const id = data.session_id;
+    if (visible("chat") && ["session_opened", "session_ended", "turn_started", "turn_done"].includes(body.type)) {
+      loadSessions().catch(failed); // (the list: which are open, their turns)
+    }
     switch (body.type) {
       case "session_opened":
         if (body.parent_id && body.parent_id === session) {
