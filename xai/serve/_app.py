@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Literal, TypeAlias
 
@@ -214,7 +214,12 @@ _NOT_RUNNING = (
 BackendSource: TypeAlias = Backend | Callable[[], AbstractAsyncContextManager[Backend]]
 
 
-def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette:
+def create_app(
+    backend: BackendSource,
+    *,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+) -> Starlette:
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
 
@@ -228,11 +233,15 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     cookie of the one-time login link (``app.state.guard.login_key``; 401 otherwise);
     ``serve_app`` refuses to bind beyond loopback an app made without one (it reads
     ``app.state.token``). Every write from a browser must carry the page's CSRF token
-    (403 otherwise; ``_security.Guard``). The web page and its routes: ``_web``."""
+    (403 otherwise; ``_security.Guard``). The ``Host`` of a request must be one the gateway
+    answers for: without a token the loopback names, the address ``serve_app`` binds, and
+    ``allowed_hosts`` (the names an application serves it under); with a token any, unless
+    ``allowed_hosts`` is given. A write from a page of another host is refused (403). The
+    web page and its routes: ``_web``."""
     state: dict[str, Backend] = {}
     if not callable(backend):
         state["backend"] = backend  # nothing to start: served with or without a lifespan
-    guard = Guard(token)
+    guard = Guard(token, allowed_hosts)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -130,6 +130,10 @@ def page_routes(
 
     async def login(request: Request) -> Response:
         """The one-time link: sets the cookie that stands for the token, then the page."""
+        try:
+            guard.check_host(request)
+        except Refused as refused:
+            return Response(str(refused), refused.status, media_type="text/plain; charset=utf-8")
         if guard.token is None:
             return RedirectResponse(_root(request), 303)
         cookie = guard.login(request.query_params.get("key", ""))
