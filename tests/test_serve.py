@@ -351,7 +351,8 @@ async def test_bad_input_is_a_400_and_an_unknown_session_a_404_with_a_json_reaso
 async def test_a_token_is_required_when_set_and_beyond_loopback(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
-    async with gateway(tmp_path, provider, token="s3cret") as (client, _):
+    async with gateway(tmp_path, provider, token="s3cret") as (client, host):
+        await host.agent("ada")  # (a read of an Agent that does not exist is 404)
         refused = await client.post("/agents/ada/sessions", json={})
         assert refused.status_code == 401 and refused.json()["type"] == "unauthorized"
         assert refused.headers["www-authenticate"] == "Bearer"

@@ -132,10 +132,10 @@ async def _every_write_twice(host: AgentHost) -> None:
             return first
 
         base = "/agents/ada"
-        agent_events = await host.stream(ReadAgentEvents(agent_id="ada"))
-        decided = False
         opened = await twice("POST", "/agents/{agent_id}/sessions", base + "/sessions", {})
         session = f"{base}/sessions/{opened.json()['session_id']}"
+        agent_events = await host.stream(ReadAgentEvents(agent_id="ada"))  # (it exists now)
+        decided = False
         listed = (await client.get(base + "/sessions")).json()
         assert [s["session_id"] for s in listed] == [opened.json()["session_id"]]  # one opened
 

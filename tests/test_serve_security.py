@@ -77,3 +77,43 @@ async def test_the_hosts_answered_for_are_configurable(tmp_path: Path) -> None:
             async with httpx.AsyncClient(transport=transport, base_url=f"http://{name}") as client:
                 got = await client.get("/", headers={"Authorization": "Bearer t"})
                 assert got.status_code == status, (name, app.state.guard.hosts)
+
+
+async def test_a_get_never_creates_an_agent(tmp_path: Path) -> None:
+    """Any page's ``<img src=".../agents/x/facts">`` was enough to start an Agent and make
+    its directory: a GET (no CSRF check) created it. Reads of an Agent the server does not
+    have answer 404 and leave nothing behind; an explicit, checked write creates it."""
+    root = tmp_path / "agents"
+    async with (
+        cli_server(root) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        base = "/agents/newcomer"
+        reads = [
+            base + "/sessions",
+            base + "/facts",
+            base + "/facts/f1",
+            base + "/events",
+            base + "/memory/search?q=tea",
+            base + "/wakeups",
+            base + "/usage",
+            base + "/sessions/s1/events",
+        ]
+        for path in reads:
+            response = await client.get(path)
+            assert response.status_code == 404, (path, response.text)
+            assert response.json()["type"] == "agent_not_found", path
+        page = await client.get("/?agent=newcomer")  # the page itself starts nothing either
+        assert page.status_code == 200
+        assert not (root / "newcomer").exists()
+        for method, path in (("POST", base + "/notify"), ("DELETE", base + "/facts/f1")):
+            refused = await client.request(method, path, json={"name": "ping"})
+            assert refused.status_code == 404, (path, refused.text)  # no Agent made for these
+        assert not (root / "newcomer").exists()
+        csrf = csrf_of(page.text)  # opening a Session: explicit, CSRF-checked for a browser
+        opened = await client.post(
+            base + "/sessions", json={}, headers={"X-XAI-CSRF": csrf, "Origin": url}
+        )
+        assert opened.status_code == 201, opened.text
+        assert (root / "newcomer").is_dir()
+        assert (await client.get(base + "/facts")).json() == []

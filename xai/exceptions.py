@@ -12,6 +12,7 @@ retry may help.
     │   ├── AgentBusyError          suspend refused: a turn of the Agent runs (session_ids)
     │   ├── ToolDefinitionError     a function that cannot become a tool
     │   ├── SessionClosedError      input sent to a Session that is closing or closed
+    │   ├── AgentNotFoundError      a host request about an Agent that does not exist (agent_id)
     │   └── IdempotencyKeyReusedError  a host request's key was used for another request
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
@@ -39,6 +40,7 @@ from __future__ import annotations
 __all__ = [
     "AgentBusyError",
     "AgentLockedError",
+    "AgentNotFoundError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
@@ -139,6 +141,18 @@ class EventsExpiredError(UsageError):
         self.after = after
         self.first = first
         self.last = last
+
+
+class AgentNotFoundError(UsageError):
+    """A host request about Agent ``agent_id``, which the host does not have (no directory
+    under its root): a read never creates an Agent; opening a Session or adding a wake-up
+    does (HTTP 404)."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            f"no agent {agent_id!r} (opening a Session or adding a wake-up creates it)"
+        )
+        self.agent_id = agent_id
 
 
 class IdempotencyKeyReusedError(UsageError):

@@ -307,6 +307,13 @@ class AgentHost:
                     else:
                         self._touch(agent_id)  # busy now: idle from when it is done
 
+    def has(self, agent_id: str) -> bool:
+        """Whether the host has Agent ``agent_id``: running, or a directory under the root
+        (``agent`` starts one it does not have; the host API's reads never do)."""
+        if agent_id in self._agents:
+            return True
+        return _AGENT_ID.match(agent_id) is not None and (self.root / agent_id).is_dir()
+
     @property
     def agent_ids(self) -> list[str]:
         """The Agents running now (suspended ones are not: a call starts them again)."""

@@ -22,7 +22,9 @@ whether it may retry it after the host died (a Ray actor restarted) and what an
   same key while the host runs gets the first answer (the host keeps the answers of the last
   ``KEPT_ANSWERS`` keyed writes).
 
-A key reused for a different request is refused (``IdempotencyKeyReusedError``).
+A key reused for a different request is refused (``IdempotencyKeyReusedError``). No read
+creates an Agent: a request about an Agent the host does not have is refused
+(``AgentNotFoundError``) unless it ``creates`` one (``Open``, ``AddWakeup``).
 """
 
 from __future__ import annotations
@@ -97,6 +99,9 @@ class HostCall(msgspec.Struct, Generic[T_co], frozen=True, kw_only=True, tag_fie
     policy: ClassVar[Policy] = "read"
     answer: ClassVar[Any]
     """The answer's type (what a transport decodes it as)."""
+    creates: ClassVar[bool] = False
+    """Whether it starts an Agent the host does not have yet (a write that means to: opening
+    a Session, adding a wake-up). Any other request about one is ``AgentNotFoundError``."""
 
     agent_id: str
 
@@ -124,6 +129,7 @@ class Open(HostWrite[SessionInfo], frozen=True, kw_only=True, tag="open"):
 
     policy: ClassVar[Policy] = "once"
     answer: ClassVar[Any] = SessionInfo
+    creates: ClassVar[bool] = True
 
     session: OpenSession = OpenSession()
 
@@ -215,6 +221,7 @@ class AddWakeup(HostWrite[WakeupView], frozen=True, kw_only=True, tag="add_wakeu
 
     policy: ClassVar[Policy] = "idempotent"
     answer: ClassVar[Any] = WakeupView
+    creates: ClassVar[bool] = True
 
     wakeup: Wakeup
 

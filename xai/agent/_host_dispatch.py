@@ -53,7 +53,7 @@ from xai.agent._host_views import (
     wakeup_views,
 )
 from xai.events import AgentEvent, SessionEvent
-from xai.exceptions import IdempotencyKeyReusedError, UsageError
+from xai.exceptions import AgentNotFoundError, IdempotencyKeyReusedError, UsageError
 from xai.messages import CloseReason, Origin
 
 __all__ = ["AgentRequest", "Dispatcher", "Hosting", "call_agent"]
@@ -81,6 +81,8 @@ class Hosting(Protocol):
     """What the dispatch needs of a host (``AgentHost`` has it)."""
 
     def using(self, agent_id: str) -> AbstractAsyncContextManager[Agent]: ...
+
+    def has(self, agent_id: str) -> bool: ...
 
     async def agent(self, agent_id: str) -> Agent: ...
 
@@ -174,6 +176,8 @@ class Dispatcher:
 
     async def call(self, request: HostCall[T]) -> T:
         """Run ``request`` and return its answer."""
+        if not request.creates and not self.host.has(request.agent_id):
+            raise AgentNotFoundError(request.agent_id)
         if isinstance(request, HostWrite) and request.key is not None:
             if not 0 < len(request.key) <= _KEY_CHARS:
                 raise UsageError(f"an idempotency key has 1-{_KEY_CHARS} characters")
@@ -183,6 +187,8 @@ class Dispatcher:
 
     async def stream(self, request: HostStream[T]) -> AsyncIterator[T]:
         """Open the stream ``request`` asks for (its refusal is raised here)."""
+        if not self.host.has(request.agent_id):
+            raise AgentNotFoundError(request.agent_id)
         opened = cast(HostStreamRequest, request)
         match opened:
             case ReadEvents():

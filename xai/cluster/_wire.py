@@ -11,6 +11,7 @@ from typing import Literal, TypeVar, assert_never
 import msgspec
 
 from xai.exceptions import (
+    AgentNotFoundError,
     ConfigurationError,
     EventsExpiredError,
     IdempotencyKeyReusedError,
@@ -26,6 +27,7 @@ __all__ = ["Answer", "Failure", "HostSpec", "answer", "decode", "encode", "failu
 T = TypeVar("T")
 
 FailureKind = Literal[
+    "agent_not_found",
     "session_not_found",
     "session_closed",
     "events_expired",
@@ -90,6 +92,8 @@ def failure_of(error: XaiError) -> bytes:
             first=error.first,
             last=error.last,
         )
+    elif isinstance(error, AgentNotFoundError):
+        failure = Failure(kind="agent_not_found", message=str(error), where=error.agent_id)
     elif isinstance(error, IdempotencyKeyReusedError):
         failure = Failure(kind="idempotency_key_reused", message=str(error), where=error.key)
     elif isinstance(error, MemoryUnavailableError):
@@ -120,6 +124,8 @@ def _raise(failure: Failure) -> XaiError:
             return EventsExpiredError(
                 failure.session_id, failure.after, first=failure.first, last=failure.last
             )
+        case "agent_not_found":
+            return AgentNotFoundError(failure.where)
         case "idempotency_key_reused":
             return IdempotencyKeyReusedError(failure.where)
         case "memory_unavailable":

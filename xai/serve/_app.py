@@ -38,6 +38,7 @@ from xai.agent import (
 )
 from xai.events import SessionEvent
 from xai.exceptions import (
+    AgentNotFoundError,
     EventsExpiredError,
     IdempotencyKeyReusedError,
     SessionClosedError,
@@ -76,6 +77,7 @@ ErrorType: TypeAlias = Literal[
     "unauthorized",
     "forbidden",
     "not_found",
+    "agent_not_found",
     "method_not_allowed",
     "idempotency_key_reused",
     "session_closed",
@@ -136,6 +138,8 @@ def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
         return exc.status, exc.body
     if isinstance(exc, Refused):
         return exc.status, ErrorBody(type=exc.type, message=str(exc))
+    if isinstance(exc, AgentNotFoundError):
+        return 404, ErrorBody(type="agent_not_found", message=str(exc))
     if isinstance(exc, SessionNotFoundError):
         return 404, ErrorBody(type="not_found", message=str(exc))
     if isinstance(exc, SessionClosedError):
