@@ -184,9 +184,6 @@ def main() -> None:
 
 
 _ = _common  # the bench helpers live there (run as `python bench/adapters.py`)
-# This folder is first on sys.path and holds bench/agents.py, which would shadow the OpenAI
-# Agents SDK (its package is `agents`): every import the bench needs from here is done.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
 if __name__ == "__main__":
     main()

@@ -88,7 +88,7 @@ import ray
 from _common import Server, exit_on_sigterm
 from ray.cluster_utils import Cluster
 
-from xai.agent import AgentHost, OpenSession, SessionInfo
+from xai.agent import AgentHost, OpenSession, ReadEvents, SessionInfo
 from xai.cluster import HostSpec, RayHosts, host_index, llm_setup
 from xai.config import LLMConfig
 from xai.events import SessionEvent, TurnDone
@@ -366,7 +366,8 @@ async def items_per_turn(hosts: RayHosts, agent_id: str) -> tuple[int, int]:
     info = await hosts.open_session(agent_id, OpenSession())
     await hosts.submit(agent_id, info.session_id, "count")
     items = events = 0
-    stream = hosts.actor_for(agent_id).events.remote(agent_id, info.session_id, 0)
+    read = ReadEvents(agent_id=agent_id, session_id=info.session_id, after=0)
+    stream = hosts.actor_for(agent_id).stream.remote(msgspec.msgpack.encode(read))
     await (await stream.__anext__())  # the answer
     async for ref in stream:
         batch = msgspec.msgpack.decode(await ref, type=list[SessionEvent])

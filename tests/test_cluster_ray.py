@@ -284,11 +284,13 @@ async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
 
 
 async def test_the_web_pages_routes_on_ray(hosts: RayHosts) -> None:
-    """``xai serve --ray`` serves the page's data too (``RayHosts`` is a ``PageBackend``):
+    """``xai serve --ray`` serves the page's data too (``RayHosts`` runs every request):
     the Agent's live events, cancel, facts, search, forget, wake-ups and usage."""
     agent = "pager"
     base = f"/agents/{agent}"
     async with gateway_of(hosts) as client:
+        session = await open_session(client, agent)  # (the Agent exists from here on)
+        path = f"{base}/sessions/{session}"
         async with aconnect_sse(client, "GET", base + "/events") as live:
             assert live.response.status_code == 200  # (subscribed before the headers came)
             events = live.aiter_sse()
@@ -300,8 +302,6 @@ async def test_the_web_pages_routes_on_ray(hosts: RayHosts) -> None:
                         return data
                 raise AssertionError(f"the Agent's stream ended before {kind} {has}")
 
-            session = await open_session(client, agent)
-            path = f"{base}/sessions/{session}"
             assert (await client.post(path + "/cancel")).json() == {"cancelled": False}
             await client.post(path + "/messages", json={"text": "work"})
             await until("tool_call_started", '"slow"')  # (never returns by itself)

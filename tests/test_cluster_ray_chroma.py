@@ -22,7 +22,7 @@ from tests.chroma_server import ChromaServer
 from tests.ray_cluster import Cluster, listening_beyond_loopback, node_pin, psutil, ray
 from tests.session_helpers import extraction_responder
 from tests.test_agent import echo, judge_adds
-from xai.agent import OpenSession
+from xai.agent import OpenSession, ReadEvents
 from xai.cluster import HostParts, HostSpec, RayHosts
 from xai.config import LLMConfig
 from xai.events import SessionEvent, TurnDone
@@ -117,7 +117,8 @@ async def test_memory_on_a_chroma_server_through_ray(
         if isinstance(event.event, TurnDone):
             break
     # A reader from 0 gets the finished turn's events in one stream item (batched).
-    raw = first.actor_for(AGENT).events.remote(AGENT, info.session_id, 0)
+    read = ReadEvents(agent_id=AGENT, session_id=info.session_id, after=0)
+    raw = first.actor_for(AGENT).stream.remote(msgspec.msgpack.encode(read))
     await (await raw.__anext__())  # the answer
     batch = msgspec.msgpack.decode(await (await raw.__anext__()), type=list[SessionEvent])
     assert [e.seq for e in batch][: len(seen)] == seen and len(seen) > 3

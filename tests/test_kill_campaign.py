@@ -201,7 +201,7 @@ def test_random_kills_with_readers_attached_announce_every_turn_once(
         finally:
             if process.pid is not None and process.exitcode is None:
                 os.kill(process.pid, signal.SIGKILL)
-            process.join(10)
+            process.join(30)
         assert process.exitcode == -signal.SIGKILL, f"life {life} ended by itself (seed {SEED})"
     final = context.Process(
         target=_run_streamed_life,

@@ -72,7 +72,7 @@ def test_an_offline_chat_against_serve_demo_remembers(tmp_path: Path) -> None:
         told = chat(env, "What do you remember about me?", "You told me:")
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=30)
         if server.stdout is not None:
             server.stdout.close()
     plain = re.sub(_ESCAPES, "", told)

@@ -133,7 +133,7 @@ def test_the_first_example_is_the_one_liner_and_remembers(tmp_path: Path) -> Non
         )
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=30)
         if server.stdout is not None:
             server.stdout.close()
     assert done.returncode == 0, done.stderr[-3000:]

@@ -27,7 +27,7 @@ from tests.example_helpers import offline_env
 from tests.serve_helpers import listening
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import echo, judge_adds
-from xai.agent import AgentConfig, AgentHost, SessionStream
+from xai.agent import AgentConfig, AgentHost, ListSessions, SessionStream
 from xai.cli import main
 from xai.events import (
     MemoryDecided,
@@ -290,6 +290,30 @@ async def test_facts_are_listed_after_a_close_and_a_closed_session_is_409(
             assert response.json()["type"] == "session_closed"
 
 
+async def test_an_agents_open_sessions_are_listed(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """Issue 28: ``GET /agents/{id}/sessions`` answered 405. It lists the open Sessions, in
+    the order they were opened, as the host API's ``ListSessions`` does in process."""
+    async with gateway(tmp_path, provider) as (client, host):
+        first, second = await open_session(client), await open_session(client)
+        path = f"/agents/ada/sessions/{first}"
+        assert (await client.post(path + "/messages", json={"text": "I am Ada"})).is_success
+        await read(client, path + "/events", turns_done(1))
+        listed = await client.get("/agents/ada/sessions")
+        assert listed.status_code == 200, listed.text
+        assert [s["session_id"] for s in listed.json()] == [first, second]
+        said, fresh = listed.json()
+        assert (said["turns"], said["label"], said["origin"]) == (1, "I am Ada", "user")
+        assert (fresh["turns"], fresh["label"], fresh["origin"]) == (0, "", None)
+        assert said["parent_id"] is None and said["usage"]["requests"] >= 1
+        in_process = await host.call(ListSessions(agent_id="ada"))
+        assert msgspec.json.decode(msgspec.json.encode(in_process)) == listed.json()
+        assert (await client.delete(f"/agents/ada/sessions/{second}")).status_code == 204
+        after = (await client.get("/agents/ada/sessions")).json()
+        assert [s["session_id"] for s in after] == [first]
+
+
 async def test_bad_input_is_a_400_and_an_unknown_session_a_404_with_a_json_reason(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
@@ -327,7 +351,8 @@ async def test_bad_input_is_a_400_and_an_unknown_session_a_404_with_a_json_reaso
 async def test_a_token_is_required_when_set_and_beyond_loopback(
     tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
 ) -> None:
-    async with gateway(tmp_path, provider, token="s3cret") as (client, _):
+    async with gateway(tmp_path, provider, token="s3cret") as (client, host):
+        await host.agent("ada")  # (a read of an Agent that does not exist is 404)
         refused = await client.post("/agents/ada/sessions", json={})
         assert refused.status_code == 401 and refused.json()["type"] == "unauthorized"
         assert refused.headers["www-authenticate"] == "Bearer"

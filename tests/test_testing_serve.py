@@ -30,7 +30,7 @@ def serving(*args: str) -> Iterator[str]:
         yield line.split()[-1]
     finally:
         process.terminate()
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=30) == 0
         if process.stdout is not None:
             process.stdout.close()
 

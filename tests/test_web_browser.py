@@ -576,6 +576,39 @@ def test_with_a_token_the_one_time_link_logs_the_browser_in(browser: Browser, si
         other.close()
 
 
+def test_a_new_tab_lists_the_open_sessions_and_shows_the_one_picked(
+    page: Page, browser: Browser, site: Site, shots: Path
+) -> None:
+    """Issue 28: a new tab showed "No Session open." and no way to the Sessions already open.
+    It lists them (the host API's Sessions list) and follows the one picked; a Session
+    closed elsewhere leaves the list."""
+    open_session(page, "a door")
+    send(page, "Please remember the blue door")
+    expect(turn_of(page, "Please remember the blue door")).to_have_attribute(
+        "data-status", "completed"
+    )
+    session = page.locator("#session-line").inner_text().removeprefix("Session ")
+    listed = page.locator(f'#sessions li[data-session="{session}"]')
+    expect(listed).to_have_attribute("aria-current", "true")  # the one this tab shows
+    with watched(browser) as seen:
+        other = seen.page
+        other.goto(f"{site.url}/?agent={AGENT}")
+        expect(other.locator("#session-line")).to_have_text("No Session open.")
+        item = other.locator(f'#sessions li[data-session="{session}"]')
+        expect(item).to_contain_text("Please remember the blue door")
+        expect(item).to_contain_text("1 turn")
+        item.get_by_role("button", name=f"Show Session {session}").click()
+        expect(other.locator("#session-line")).to_have_text(f"Session {session}")
+        turn = turn_of(other, "Please remember the blue door")
+        expect(turn).to_have_attribute("data-status", "completed")
+        expect(item).to_have_attribute("aria-current", "true")
+        expect(other.get_by_label("Message")).to_be_enabled()
+        other.screenshot(path=shots / "sessions.png", full_page=True)
+        page.get_by_role("button", name="Close Session").click()  # in the first tab
+        expect(item).to_have_count(0)
+    expect(listed).to_have_count(0)
+
+
 def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     page.get_by_role("tab", name="Usage").focus()

@@ -115,6 +115,7 @@ async def test_a_write_from_another_site_is_refused(
 async def test_every_write_is_csrf_checked(tmp_path: Path, provider: OpenAIProvider) -> None:
     """Every route that writes (any method but GET and HEAD), the API's and the page's: a
     browser's write without the page's CSRF token is refused before it does anything."""
+    (tmp_path / "x").mkdir()  # an Agent it has (a read never creates one)
     async with served(tmp_path, provider, None) as (client, app):
         writes = [
             (method, route.path)
@@ -145,6 +146,7 @@ async def test_the_page_escapes_what_it_shows(tmp_path: Path, provider: OpenAIPr
 
 
 async def test_xai_serve_prints_a_login_link_that_works_once(tmp_path: Path) -> None:
+    (tmp_path / "main").mkdir()  # an Agent it has (a read never creates one)
     process = await anyio.open_process(
         [sys.executable, "-m", "xai", "serve", "--root", str(tmp_path), "--port", "0"],
         env=offline_env(XAI_SERVE_TOKEN=TOKEN),

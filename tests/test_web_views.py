@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 
 from xai.agent import At, Cron, Every, Idle, OnEvent
+from xai.agent._host_views import _history, _read_usage, describe_trigger
 from xai.memory import Decision, Fact
 from xai.messages import AssistantMessage, TurnOutcome, TurnStatus, Usage, UserMessage
-from xai.serve._views import _history, _read_usage, describe_trigger
 from xai.session import (
     JOURNAL_FILE,
     ClosedRecord,

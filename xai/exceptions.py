@@ -19,10 +19,12 @@ retry may help.
     │   │   └── SessionClosedError  input sent to a Session that is closing or closed
     │   ├── NotOpenError            a store or file used before open() or after close() (what)
     │   ├── NotFoundError           nothing by that id (what, id)
+    │   │   ├── AgentNotFoundError  a host request about an Agent that does not exist (agent_id)
     │   │   ├── SessionNotFoundError  no Session by that id was ever opened there
     │   │   ├── FactNotFoundError   no fact by that id in the Agent's memory
     │   │   └── WakeupNotFoundError no wake-up by that id
-    │   └── EventsExpiredError      events no longer kept for a reader (first, last)
+    │   ├── EventsExpiredError      events no longer kept for a reader (first, last)
+    │   └── IdempotencyKeyReusedError  a host request's key was used for another request
     └── RunError                    the run failed
         ├── ToolError               raised by a tool to send the model a clean error
         ├── MCPServerError          an MCP server (a tool source) failed to start (server)
@@ -51,6 +53,7 @@ __all__ = [
     "AdjudicationStopped",
     "AgentBusyError",
     "AgentLockedError",
+    "AgentNotFoundError",
     "AgentNotRunningError",
     "AuthenticationError",
     "BadRequestError",
@@ -58,6 +61,7 @@ __all__ = [
     "ContextTooLongError",
     "EventsExpiredError",
     "FactNotFoundError",
+    "IdempotencyKeyReusedError",
     "InputError",
     "JournalError",
     "LedgerGapError",
@@ -230,6 +234,30 @@ class EventsExpiredError(UsageError):
         self.after = after
         self.first = first
         self.last = last
+
+
+class AgentNotFoundError(NotFoundError):
+    """A host request about Agent ``agent_id``, which the host does not have (no directory
+    under its root): a read never creates an Agent; opening a Session or adding a wake-up
+    does (HTTP 404)."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            "agent",
+            agent_id,
+            f"no agent {agent_id!r} (opening a Session or adding a wake-up creates it)",
+        )
+        self.agent_id = agent_id
+
+
+class IdempotencyKeyReusedError(UsageError):
+    """A host write came with the idempotency ``key`` of an earlier, different request
+    (HTTP 422, as the IETF httpapi draft on ``Idempotency-Key`` asks): use a new key for a
+    new request."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"idempotency key {key!r} was already used for a different request")
+        self.key = key
 
 
 class RunError(XaiError):

@@ -1,21 +1,20 @@
-"""Reaching Agents by id: the host, the seam where Agents will move to other processes.
+"""Reaching Agents by id: the host, the seam where Agents move to other processes.
 
-Applications talk to a host with plain values (msgspec structs and strings),
-never with live objects, so the same calls can later cross a process boundary
-(Ray actors, with Chroma in server mode) without the Agent's API changing.
+Applications talk to a host with plain values (msgspec structs and strings), never with
+live objects: every operation is a request of the host API (``_host_api``), run by
+``call``/``stream`` through the one dispatch (``_host_dispatch``) that Ray host actors and
+the HTTP gateway use too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
-import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -23,53 +22,43 @@ import msgspec
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
-from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, sweep_logs
+from xai.agent._host_api import (
+    GetFacts,
+    GetSession,
+    HostCall,
+    HostStream,
+    OpenSession,
+    SearchMemory,
+)
+from xai.agent._host_dispatch import Dispatcher
+from xai.agent._host_streams import HostStreams
+from xai.agent._host_views import SessionInfo, session_info
 from xai.agent._host_wakeups import HostWakeups
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
-from xai.events import AgentEvent, SessionEvent, SessionOpened
+from xai.events import SessionEvent
 from xai.exceptions import (
     AgentBusyError,
     ConfigurationError,
+    IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
 )
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
-from xai.messages import CloseReason, Origin, TurnOutcome, Usage, UserMessage
+from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
 from xai.session import Session
 from xai.tools import Tool
 
-__all__ = ["AgentHost", "OpenSession", "SessionInfo"]
+__all__ = ["AgentHost"]
+
+T = TypeVar("T")
 
 _log = get_logger(__name__)
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
-
-_CLOSED_STREAMS_KEPT = 256
-"""Streams of closed Sessions a host keeps (readers may still be catching up on them); the
-log of one it forgets is deleted."""
-
-
-class OpenSession(msgspec.Struct, frozen=True, kw_only=True):
-    """A request to open a Session on an Agent."""
-
-    purpose: str | None = None
-    instructions: str | None = None
-    prefix_tokens: int | None = None
-    origin: Origin = "user"
-
-
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    agent_id: str
-    session_id: str
-    parent_id: str | None
-    state: str
-    turns: int
-    usage: Usage
-    memory_prefix: str = ""
 
 
 class AgentHost:
@@ -104,6 +93,9 @@ class AgentHost:
     across suspends and restarts: the last ``replay_events`` of each streamed Session stay
     replayable for readers that reconnect, from its events log
     (``<agent>/streams/<session>.jsonl``, see ``SessionStream``).
+
+    Every operation of the host API is ``await host.call(request)`` (``host.stream`` for
+    the event streams); the methods below are the common ones spelled as calls.
     """
 
     def __init__(
@@ -128,8 +120,10 @@ class AgentHost:
         if replay_events < 1:
             raise ConfigurationError("replay_events: at least 1")
         self.replay_events = replay_events
-        self._streams: OrderedDict[tuple[str, str], SessionStream] = OrderedDict()
-        self._inputs: dict[tuple[str, str], set[str]] = {}  # caller-given input ids, per Session
+        self.streams = HostStreams(Path(root), replay_events, self._start_soon)
+        """The event streams of the Sessions (``events``) the host keeps."""
+        self._inputs: dict[tuple[str, str], dict[str, str]] = {}  # caller-given id -> text
+        self._dispatch = Dispatcher(self)
         self.root = Path(root)
         self.max_agents = max_agents
         self.idle_seconds = idle_seconds
@@ -219,15 +213,19 @@ class AgentHost:
                 )
                 agent.scheduler.watched_since = self.wakeups.since_for(agent_id)
                 # (before it starts: its reopened Sessions are streamed from their first event)
-                agent.listen(functools.partial(self._reopened, agent))
+                agent.listen(functools.partial(self.streams.reopened, agent))
                 await self._group.start(agent.run)
                 self._agents[agent_id] = agent
                 self.wakeups.started(agent_id)
-                self._group.start_soon(self._sweep_logs, agent)
+                self._group.start_soon(self.streams.sweep, agent)
             self._touch(agent_id)
             if self.max_agents is not None and len(self._agents) > self.max_agents:
                 await self._evict(self.max_agents, keep=agent_id)
             return agent
+
+    def _start_soon(self, task: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        assert self._group is not None
+        self._group.start_soon(task)
 
     @asynccontextmanager
     async def _use(self, agent_id: str) -> AsyncIterator[Agent]:
@@ -273,7 +271,7 @@ class AgentHost:
     async def _suspend(self, agent_id: str, agent: Agent, why: str) -> bool:
         del self._agents[agent_id]  # (not running from now on, for ``agent_ids`` too)
         used = self._used.pop(agent_id, None)
-        streams = [s for (owner, _), s in self._streams.items() if owner == agent_id]
+        streams = self.streams.of_agent(agent_id)
         for stream in streams:
             stream.flush()  # on disk before the Agent's lock is let go (another host may take it)
         try:
@@ -309,22 +307,26 @@ class AgentHost:
                     else:
                         self._touch(agent_id)  # busy now: idle from when it is done
 
+    def has(self, agent_id: str) -> bool:
+        """Whether the host has Agent ``agent_id``: running, or a directory under the root
+        (``agent`` starts one it does not have; the host API's reads never do)."""
+        if agent_id in self._agents:
+            return True
+        return _AGENT_ID.match(agent_id) is not None and (self.root / agent_id).is_dir()
+
     @property
     def agent_ids(self) -> list[str]:
         """The Agents running now (suspended ones are not: a call starts them again)."""
         return sorted(self._agents)
 
-    def _info(self, agent: Agent, session_id: str) -> SessionInfo:
-        session = agent.session(session_id)
-        return SessionInfo(
-            agent_id=agent.id,
-            session_id=session.id,
-            parent_id=session.parent_id,
-            state=session.state,
-            turns=session.turns,
-            usage=session.usage,
-            memory_prefix=session.system.memory_prefix,
-        )
+    async def call(self, request: HostCall[T]) -> T:
+        """Run a request of the host API (``xai.agent.HostRequest``) and return its answer;
+        a keyed write is run once per key (see its ``policy``)."""
+        return await self._dispatch.call(request)
+
+    async def stream(self, request: HostStream[T]) -> AsyncIterator[T]:
+        """Open the stream a request asks for (``ReadEvents``, ``ReadAgentEvents``)."""
+        return await self._dispatch.stream(request)
 
     async def open_session(self, agent_id: str, request: OpenSession) -> SessionInfo:
         """Open a Session; its events are streamed (``events``) from its first one."""
@@ -333,8 +335,8 @@ class AgentHost:
             options["instructions"] = request.instructions
         async with self._use(agent_id) as agent:
             session = await agent.open_session(request.purpose, **options)
-            self._stream_of(agent_id, session)
-            return self._info(agent, session.id)
+            self.streams.of(agent_id, session)
+            return session_info(agent, session.id)
 
     async def submit(
         self,
@@ -350,21 +352,28 @@ class AgentHost:
 
         ``input_id`` (the caller's id for the input) makes a repeated submit harmless: an
         input of that id the Session already has (waiting, run, or in its journal from
-        before a restart) is not queued again, its id is returned."""
+        before a restart) is not queued again, its id is returned
+        (``IdempotencyKeyReusedError`` if it had another text)."""
         async with self._use(agent_id) as agent:
             session = self._session(agent, session_id)
-            self._stream_of(agent_id, session)  # from before the turn: nothing is missed
-            sent = self._inputs.setdefault((agent_id, session.id), set())
-            if input_id is not None and (input_id in sent or _has_input(session, input_id)):
-                _log.info("host.input_repeated", agent_id=agent_id, input_id=input_id)
-                return input_id
+            self.streams.of(agent_id, session)  # from before the turn: nothing is missed
+            sent = self._inputs.setdefault((agent_id, session.id), {})
+            if input_id is not None:
+                known = sent.get(input_id)
+                if known is None:
+                    known = _input_text(session, input_id)
+                if known is not None:
+                    if known != text:
+                        raise IdempotencyKeyReusedError(input_id)
+                    _log.info("host.input_repeated", agent_id=agent_id, input_id=input_id)
+                    return input_id
             message = UserMessage(content=text, origin=origin)
             if input_id is not None:
                 message = msgspec.structs.replace(message, id=input_id)
             handle = session.send(message)
             assert handle.input is not None
             if input_id is not None:
-                sent.add(input_id)
+                sent[input_id] = text
             return handle.input.id
 
     async def events(
@@ -375,22 +384,21 @@ class AgentHost:
         ``SessionClosedError`` (closed, and its stream no longer kept) and
         ``EventsExpiredError`` (the events after ``after`` are not kept, see
         ``SessionStream``) are raised before any event is read."""
-        key = (agent_id, session_id)
-        stream = self._streams.get(key)
+        stream = self.streams.get(agent_id, session_id)
         if stream is None or not (stream.closed or stream.attached):
             async with self._use(agent_id) as agent:  # (a start reattaches known streams)
-                stream = self._streams.get(key)
+                stream = self.streams.get(agent_id, session_id)
                 if stream is None or not (stream.closed or stream.attached):
                     try:
                         session = self._session(agent, session_id)
                     except SessionClosedError:  # closed: its log may still be there
-                        path = self._log_path(agent_id, session_id)
+                        path = self.streams.log_path(agent_id, session_id)
                         if not path.is_file():
                             raise
                         stream = await SessionStream.of_closed(session_id, path, self.replay_events)
-                        self._keep(key, stream)
+                        self.streams.keep(agent_id, stream)
                     else:
-                        stream = self._stream_of(agent_id, session)
+                        stream = self.streams.of(agent_id, session)
         await stream.ready()  # (its log read)
         stream.check(after)  # refused before the first event, not in the middle
         return stream.since(after)
@@ -410,72 +418,6 @@ class AgentHost:
                 ) from None
             raise
 
-    def _log_path(self, agent_id: str, session_id: str) -> Path:
-        return (self.root / agent_id).expanduser() / STREAMS_DIR / f"{session_id}.jsonl"
-
-    def _keep(self, key: tuple[str, str], stream: SessionStream) -> None:
-        """Keep ``stream``; forget the oldest closed ones past the cap (their logs go)."""
-        self._streams[key] = stream
-        closed = [k for k, s in self._streams.items() if s.closed]
-        for old in closed[: max(0, len(closed) - _CLOSED_STREAMS_KEPT)]:
-            forgotten = self._streams.pop(old)
-            if forgotten.log_path is not None:
-                with contextlib.suppress(OSError):
-                    forgotten.log_path.unlink(missing_ok=True)
-
-    def _stream_of(self, agent_id: str, session: Session) -> SessionStream:
-        key = (agent_id, session.id)
-        stream = self._streams.get(key)
-        if stream is None:
-            stream = SessionStream(
-                session.id, self.replay_events, log=self._log_path(agent_id, session.id)
-            )
-            self._keep(key, stream)
-        if not stream.attached and not stream.closed and stream.attach(session):
-            self._load(stream)
-        return stream
-
-    def _load(self, stream: SessionStream) -> None:
-        """Read the stream's log in a task (what the Session publishes meanwhile waits)."""
-        assert self._group is not None
-        self._group.start_soon(stream.load)
-
-    async def _sweep_logs(self, agent: Agent) -> None:
-        """The events logs of the Agent's Sessions that are closed (not open once it has
-        started, not streamed here) and were last written ``CLOSED_LOG_GRACE`` ago go."""
-        keep = set(agent.sessions) | {s for (a, s) in self._streams if a == agent.id}
-        before = time.time() - CLOSED_LOG_GRACE
-        directory = agent.directory / STREAMS_DIR
-        gone = await anyio.to_thread.run_sync(sweep_logs, directory, keep, before)
-        if gone:
-            _log.info("host.logs_swept", agent_id=agent.id, sessions=len(gone))
-
-    def _reopened(self, agent: Agent, event: AgentEvent) -> None:
-        """Heard as the Agent publishes it: a Session it reopened (a restart, a reopen
-        after a suspend) that the host streams, or streamed before the process restarted
-        (its log is there), goes on in its stream from its first event (the end of a turn
-        the process died in, say). A helper a streamed Session delegates to is streamed
-        too, from its first event: a reader that comes back (a reloaded web page) reads it
-        as it reads its parent."""
-        session_id = event.session_id
-        opened = event.event
-        if not isinstance(opened, SessionOpened):
-            return
-        session = agent.sessions.get(session_id) if session_id is not None else None
-        if session is None:
-            return
-        if not opened.resumed:
-            parent = opened.parent_id
-            if parent is not None and (agent.id, parent) in self._streams:
-                self._stream_of(agent.id, session)  # (before its first turn: none is missed)
-            return
-        stream = self._streams.get((agent.id, session.id))
-        if stream is None:
-            if self._log_path(agent.id, session.id).is_file():
-                self._stream_of(agent.id, session)
-        elif stream.attach(session):  # (also if still attached: to a Session that is gone)
-            self._load(stream)
-
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
     ) -> TurnOutcome:
@@ -483,8 +425,7 @@ class AgentHost:
             return await agent.session(session_id).send(text, origin=origin).result()
 
     async def session_info(self, agent_id: str, session_id: str) -> SessionInfo:
-        async with self._use(agent_id) as agent:
-            return self._info(agent, session_id)
+        return await self.call(GetSession(agent_id=agent_id, session_id=session_id))
 
     async def close_session(
         self, agent_id: str, session_id: str, reason: CloseReason = "closed"
@@ -493,12 +434,10 @@ class AgentHost:
             await self._session(agent, session_id).close(reason)
 
     async def search_memory(self, agent_id: str, query: str, k: int = 5) -> list[MemoryHit]:
-        async with self._use(agent_id) as agent:
-            return await agent.memory.search(query, k)
+        return await self.call(SearchMemory(agent_id=agent_id, query=query, k=k))
 
     async def facts(self, agent_id: str) -> list[Fact]:
-        async with self._use(agent_id) as agent:
-            return agent.memory.facts()
+        return await self.call(GetFacts(agent_id=agent_id))
 
     async def close_agent(self, agent_id: str) -> None:
         """Stop one Agent (its Sessions close first); the next call for it, or its next due
@@ -523,9 +462,13 @@ class AgentHost:
                 group.start_soon(agent.close)
 
 
-def _has_input(session: Session, input_id: str) -> bool:
-    """Whether the Session's journal had an input of this id when it was (re)opened: in its
-    history (run, or running when it stopped) or requeued (accepted, not started)."""
-    if any(m.id == input_id for m in session.history if isinstance(m, UserMessage)):
-        return True
-    return any(h.input is not None and h.input.id == input_id for h in session.requeued)
+def _input_text(session: Session, input_id: str) -> str | None:
+    """The text of the input of this id the Session's journal had when it was (re)opened:
+    in its history (run, or running when it stopped) or requeued (accepted, not started)."""
+    for message in session.history:
+        if isinstance(message, UserMessage) and message.id == input_id:
+            return message.content
+    for handle in session.requeued:
+        if handle.input is not None and handle.input.id == input_id:
+            return handle.input.content
+    return None

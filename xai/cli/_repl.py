@@ -20,7 +20,7 @@ from typing import assert_never
 
 import anyio
 
-from xai.agent import Agent, At, Cron, Every, Wakeup, WakeupState
+from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState, call_agent
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
@@ -80,10 +80,14 @@ class Repl:
             await self.finish_session()
             await self.start()
             self.render.line("[new conversation]")
-        elif name == "/sessions":
-            for sid, session in agent.sessions.items():
-                mark = "*" if self.session is not None and sid == self.session.id else " "
-                self.render.line(f"{mark} {sid}  turns={session.turns} state={session.state}")
+        elif name == "/sessions":  # the host API's request, as the web page lists them
+            for s in await call_agent(agent, ListSessions(agent_id=agent.id)):
+                mark = "*" if self.session is not None and s.session_id == self.session.id else " "
+                helper = f" helper of {s.parent_id}" if s.parent_id else ""
+                about = f"  {s.label}" if s.label else ""
+                self.render.line(
+                    f"{mark} {s.session_id}  turns={s.turns} state={s.state}{helper}{about}"
+                )
         elif name == "/memory":
             await self._memory(" ".join(args))
         elif name == "/forget" and args:

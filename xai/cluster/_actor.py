@@ -1,4 +1,5 @@
-"""``HostActor``: one ``AgentHost`` inside a Ray async actor, called with msgspec bytes.
+"""``HostActor``: one ``AgentHost`` inside a Ray async actor, called with msgspec bytes: the
+host API's requests (``xai.agent.HostRequest``), run by the host's own dispatch.
 
 Its host runs in a task of its own on the actor's event loop (started when the actor
 starts), so calls come and go while the Agents live on. On a restart
@@ -17,16 +18,16 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import msgspec
 import ray
 
-from xai.agent import AgentHost, OpenSession, Wakeup
+from xai.agent import AgentHost, HostRequest, HostStreamRequest
 from xai.cluster._placement import host_index
 from xai.cluster._wire import HostSpec, answer, decode, encode, failure_of
 from xai.exceptions import XaiError
 from xai.logs import get_logger
 from xai.memory import IndexStore
 from xai.providers import Provider
-from xai.serve import LocalBackend
 from xai.tools import Tool
 
 __all__ = ["HostActor", "HostParts", "HostSetup"]
@@ -125,97 +126,24 @@ class HostActor:
     async def agent_ids(self) -> list[str]:
         return (await self._running()).agent_ids
 
-    async def open_session(self, agent_id: str, request: bytes) -> bytes:
+    async def call(self, request: bytes) -> bytes:
+        """Run an encoded ``HostRequest`` through the host's dispatch: its answer, or the
+        failure naming the xai error it raised."""
         try:
             host = await self._running()
-            return answer(await host.open_session(agent_id, decode(request, OpenSession)))
-        except XaiError as error:
-            return failure_of(error)
-
-    async def submit(self, agent_id: str, session_id: str, text: str, input_id: str) -> bytes:
-        try:
-            host = await self._running()
-            return answer(await host.submit(agent_id, session_id, text, input_id=input_id))
-        except XaiError as error:
-            return failure_of(error)
-
-    async def session_info(self, agent_id: str, session_id: str) -> bytes:
-        try:
-            host = await self._running()
-            return answer(await host.session_info(agent_id, session_id))
+            return answer(await host.call(msgspec.msgpack.decode(request, type=HostRequest)))
         except XaiError as error:
             return failure_of(error)
 
     @ray.method(num_returns="streaming")
-    async def events(self, agent_id: str, session_id: str, after: int) -> AsyncIterator[bytes]:
-        """First an answer (``None``, or the failure refusing the read), then the
-        ``SessionEvent``\\ s numbered above ``after``, until the Session closes: each item a
-        batch (an encoded list) of the events there were when it was sent."""
-        async for item in _streamed(
-            self._running, lambda host: host.events(agent_id, session_id, after)
-        ):
+    async def stream(self, request: bytes) -> AsyncIterator[bytes]:
+        """An encoded ``HostStreamRequest``'s stream: first an answer (``None``, or the
+        failure refusing it), then the items in batches (each an encoded list of the items
+        there were when it was sent), until the stream ends or the caller cancels it
+        (``ray.cancel``)."""
+        opened = msgspec.msgpack.decode(request, type=HostStreamRequest)
+        async for item in _streamed(self._running, lambda host: host.stream(opened)):
             yield item
-
-    async def close_session(self, agent_id: str, session_id: str) -> bytes:
-        try:
-            host = await self._running()
-            await host.close_session(agent_id, session_id)
-            return answer(None)
-        except XaiError as error:
-            return failure_of(error)
-
-    async def facts(self, agent_id: str) -> bytes:
-        try:
-            return answer(await (await self._running()).facts(agent_id))
-        except XaiError as error:
-            return failure_of(error)
-
-    async def search_memory(self, agent_id: str, query: str, k: int) -> bytes:
-        try:
-            return answer(await (await self._running()).search_memory(agent_id, query, k))
-        except XaiError as error:
-            return failure_of(error)
-
-    # -- the web page's calls (``PageBackend``), through the in-process backend's -----------
-
-    async def _page(self, call: Callable[[LocalBackend], Awaitable[object]]) -> bytes:
-        try:
-            return answer(await call(LocalBackend(await self._running())))
-        except XaiError as error:
-            return failure_of(error)
-
-    async def cancel(self, agent_id: str, session_id: str) -> bytes:
-        return await self._page(lambda page: page.cancel(agent_id, session_id))
-
-    @ray.method(num_returns="streaming")
-    async def agent_events(self, agent_id: str) -> AsyncIterator[bytes]:
-        """Like ``events``: first an answer, then batches of the Agent's ``AgentEvent``\\ s
-        from now on, until the caller cancels the stream (``ray.cancel``)."""
-        async for item in _streamed(
-            self._running, lambda host: LocalBackend(host).agent_events(agent_id)
-        ):
-            yield item
-
-    async def fact(self, agent_id: str, fact_id: str) -> bytes:
-        return await self._page(lambda page: page.fact(agent_id, fact_id))
-
-    async def forget(self, agent_id: str, fact_id: str) -> bytes:
-        return await self._page(lambda page: page.forget(agent_id, fact_id))
-
-    async def wakeups(self, agent_id: str) -> bytes:
-        return await self._page(lambda page: page.wakeups(agent_id))
-
-    async def add_wakeup(self, agent_id: str, wakeup: bytes) -> bytes:
-        return await self._page(lambda page: page.add_wakeup(agent_id, decode(wakeup, Wakeup)))
-
-    async def pause_wakeup(self, agent_id: str, wakeup_id: str, paused: bool) -> bytes:
-        return await self._page(lambda page: page.pause_wakeup(agent_id, wakeup_id, paused))
-
-    async def notify(self, agent_id: str, name: str) -> bytes:
-        return await self._page(lambda page: page.notify(agent_id, name))
-
-    async def usage(self, agent_id: str) -> bytes:
-        return await self._page(lambda page: page.usage(agent_id))
 
 
 _BATCH = 256

@@ -11,8 +11,10 @@ from typing import Literal, TypeVar, assert_never
 import msgspec
 
 from xai.exceptions import (
+    AgentNotFoundError,
     ConfigurationError,
     EventsExpiredError,
+    IdempotencyKeyReusedError,
     MemoryUnavailableError,
     SessionClosedError,
     SessionNotFoundError,
@@ -25,9 +27,11 @@ __all__ = ["Answer", "Failure", "HostSpec", "answer", "decode", "encode", "failu
 T = TypeVar("T")
 
 FailureKind = Literal[
+    "agent_not_found",
     "session_not_found",
     "session_closed",
     "events_expired",
+    "idempotency_key_reused",
     "memory_unavailable",
     "configuration",
     "usage",
@@ -88,6 +92,10 @@ def failure_of(error: XaiError) -> bytes:
             first=error.first,
             last=error.last,
         )
+    elif isinstance(error, AgentNotFoundError):
+        failure = Failure(kind="agent_not_found", message=str(error), where=error.agent_id)
+    elif isinstance(error, IdempotencyKeyReusedError):
+        failure = Failure(kind="idempotency_key_reused", message=str(error), where=error.key)
     elif isinstance(error, MemoryUnavailableError):
         failure = Failure(kind="memory_unavailable", message=str(error), where=error.where)
     else:
@@ -116,6 +124,10 @@ def _raise(failure: Failure) -> XaiError:
             return EventsExpiredError(
                 failure.session_id, failure.after, first=failure.first, last=failure.last
             )
+        case "agent_not_found":
+            return AgentNotFoundError(failure.where)
+        case "idempotency_key_reused":
+            return IdempotencyKeyReusedError(failure.where)
         case "memory_unavailable":
             return MemoryUnavailableError(failure.message, where=failure.where)
         case "configuration":

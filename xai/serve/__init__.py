@@ -1,12 +1,21 @@
 """``xai serve``: an ASGI gateway (HTTP + Server-Sent Events) in front of a host of Agents.
 
-``create_app(backend)`` is the Starlette app; ``Backend`` the host protocol it
-calls (``LocalBackend`` over an in-process ``AgentHost``); ``serve_app`` runs it
-under uvicorn with the bind rule (loopback, or a bearer token). See docs/serve.md; the web
-page at ``/`` (``PageBackend``, the views it reads): docs/web.md.
+``create_app(backend)`` is the Starlette app over any ``HostClient`` of the host API
+(``xai.agent``: an ``AgentHost``, ``LocalBackend`` over one, or ``xai.cluster.RayHosts``);
+``serve_app`` runs it under uvicorn with the bind rule (loopback, or a bearer token). See
+docs/serve.md; the web page at ``/`` and the views it reads: docs/web.md.
 """
 
+from xai.agent import (
+    DayUsage,
+    FactDetail,
+    FactHistory,
+    SessionUsage,
+    UsageReport,
+    WakeupView,
+)
 from xai.serve._app import (
+    IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
     Accepted,
     ErrorBody,
@@ -16,18 +25,11 @@ from xai.serve._app import (
     create_app,
     running,
 )
-from xai.serve._backend import Backend, LocalBackend, PageBackend
+from xai.serve._backend import Backend, LocalBackend
 from xai.serve._run import check_bind, is_loopback, serve_app
-from xai.serve._views import (
-    DayUsage,
-    FactDetail,
-    FactHistory,
-    SessionUsage,
-    UsageReport,
-    WakeupView,
-)
 
 __all__ = [
+    "IDEMPOTENCY_HEADER",
     "MAX_BODY_BYTES",
     "Accepted",
     "Backend",
@@ -38,7 +40,6 @@ __all__ = [
     "FactHistory",
     "LocalBackend",
     "OpenRequest",
-    "PageBackend",
     "SendMessage",
     "SessionUsage",
     "UsageReport",

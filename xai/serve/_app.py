@@ -5,11 +5,18 @@ See docs/serve.md for the API. Every body is a msgspec value; every error is
 after the last ``id`` it saw (the standard ``Last-Event-ID`` header, or
 ``?after=SEQ``) and gets every later event once, in order, or a 410 error when
 the server no longer keeps them: never a silent gap.
+
+Every route is one request of the host API (``xai.agent.HostRequest``) sent to the backend
+(``HostClient.call``): the gateway writes no operation of its own. Every write takes an
+``Idempotency-Key`` header (the IETF httpapi draft's): a retry with the same key is
+answered as the first request was, never run twice (the request's policy says how).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import hashlib
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Literal, TypeAlias
 
@@ -20,10 +27,20 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from xai.agent import OpenSession
+from xai.agent import (
+    CloseSession,
+    GetFacts,
+    ListSessions,
+    Open,
+    OpenSession,
+    ReadEvents,
+    Submit,
+)
 from xai.events import SessionEvent
 from xai.exceptions import (
+    AgentNotFoundError,
     EventsExpiredError,
+    IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
     UsageError,
@@ -34,6 +51,7 @@ from xai.serve._security import Guard, Refused
 from xai.serve._web import page_routes
 
 __all__ = [
+    "IDEMPOTENCY_HEADER",
     "MAX_BODY_BYTES",
     "Accepted",
     "ErrorBody",
@@ -49,12 +67,19 @@ _log = get_logger(__name__)
 MAX_BODY_BYTES = 1 << 20
 """The largest request body accepted (413 past it)."""
 
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+"""The header of a write's idempotency key (draft-ietf-httpapi-idempotency-key-header)."""
+
+_KEY = re.compile(r'^"?([\x21\x23-\x7e]{1,255})"?$')
+
 ErrorType: TypeAlias = Literal[
     "bad_request",
     "unauthorized",
     "forbidden",
     "not_found",
+    "agent_not_found",
     "method_not_allowed",
+    "idempotency_key_reused",
     "session_closed",
     "events_expired",
     "too_large",
@@ -113,10 +138,14 @@ def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
         return exc.status, exc.body
     if isinstance(exc, Refused):
         return exc.status, ErrorBody(type=exc.type, message=str(exc))
+    if isinstance(exc, AgentNotFoundError):
+        return 404, ErrorBody(type="agent_not_found", message=str(exc))
     if isinstance(exc, SessionNotFoundError):
         return 404, ErrorBody(type="not_found", message=str(exc))
     if isinstance(exc, SessionClosedError):
         return 409, ErrorBody(type="session_closed", message=str(exc))
+    if isinstance(exc, IdempotencyKeyReusedError):
+        return 422, ErrorBody(type="idempotency_key_reused", message=str(exc))
     if isinstance(exc, EventsExpiredError):
         body = ErrorBody(type="events_expired", message=str(exc), first=exc.first, last=exc.last)
         return 410, body
@@ -156,6 +185,24 @@ def _after(request: Request) -> int:
     return after
 
 
+def idempotency_key(request: Request) -> str | None:
+    """The write's ``Idempotency-Key`` (an sf-string: quoted or not), or ``None``."""
+    text = request.headers.get(IDEMPOTENCY_HEADER)
+    if text is None:
+        return None
+    match = _KEY.match(text.strip())
+    if match is None:
+        raise _error(400, "bad_request", f"{IDEMPOTENCY_HEADER}: 1-255 visible ASCII characters")
+    return match.group(1)
+
+
+def _input_id(key: str) -> str:
+    """The input id a message's key names: a digest of it (a client's key is any text; an
+    input id is journaled and shown to the model, so it is made plain), the same for every
+    repeat, so the Session recognises a repeat even after a restart."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 async def _body(request: Request, type: type[msgspec.Struct]) -> msgspec.Struct:
     data = await request.body()
     if len(data) > MAX_BODY_BYTES:
@@ -171,7 +218,12 @@ _NOT_RUNNING = (
 BackendSource: TypeAlias = Backend | Callable[[], AbstractAsyncContextManager[Backend]]
 
 
-def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette:
+def create_app(
+    backend: BackendSource,
+    *,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+) -> Starlette:
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
 
@@ -185,11 +237,15 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     cookie of the one-time login link (``app.state.guard.login_key``; 401 otherwise);
     ``serve_app`` refuses to bind beyond loopback an app made without one (it reads
     ``app.state.token``). Every write from a browser must carry the page's CSRF token
-    (403 otherwise; ``_security.Guard``). The web page and its routes: ``_web``."""
+    (403 otherwise; ``_security.Guard``). The ``Host`` of a request must be one the gateway
+    answers for: without a token the loopback names, the address ``serve_app`` binds, and
+    ``allowed_hosts`` (the names an application serves it under); with a token any, unless
+    ``allowed_hosts`` is given. A write from a page of another host is refused (403). The
+    web page and its routes: ``_web``."""
     state: dict[str, Backend] = {}
     if not callable(backend):
         state["backend"] = backend  # nothing to start: served with or without a lifespan
-    guard = Guard(token)
+    guard = Guard(token, allowed_hosts)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -228,11 +284,18 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     async def open_session(request: Request, host: Backend) -> Response:
         body = await _body(request, OpenRequest)
         assert isinstance(body, OpenRequest)
-        info = await host.open_session(
-            request.path_params["agent_id"],
-            OpenSession(purpose=body.purpose, instructions=body.instructions),
+        opened = OpenSession(purpose=body.purpose, instructions=body.instructions)
+        info = await host.call(
+            Open(
+                agent_id=request.path_params["agent_id"],
+                session=opened,
+                key=idempotency_key(request),
+            )
         )
         return _json(info, 201)
+
+    async def sessions(request: Request, host: Backend) -> Response:
+        return _json(await host.call(ListSessions(agent_id=request.path_params["agent_id"])))
 
     async def send(request: Request, host: Backend) -> Response:
         body = await _body(request, SendMessage)
@@ -240,15 +303,23 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         if not body.text.strip():
             raise _error(400, "bad_request", "text: empty")
         agent_id, session_id = request.path_params["agent_id"], request.path_params["session_id"]
-        input_id = await host.send(agent_id, session_id, body.text)
+        key = idempotency_key(request)
+        submit = Submit(
+            agent_id=agent_id,
+            session_id=session_id,
+            text=body.text,
+            key=None if key is None else _input_id(key),
+        )
+        input_id = await host.call(submit)
         return _json(Accepted(agent_id=agent_id, session_id=session_id, input_id=input_id), 202)
 
     async def events(request: Request, host: Backend) -> Response:
         after = _after(request)
         # Awaited here: an unknown session or an expired position is an HTTP error, before
         # the 200 of the stream.
-        stream = await host.events(
-            request.path_params["agent_id"], request.path_params["session_id"], after
+        params = request.path_params
+        stream = await host.stream(
+            ReadEvents(agent_id=params["agent_id"], session_id=params["session_id"], after=after)
         )
 
         async def frames() -> AsyncIterator[bytes]:
@@ -265,11 +336,18 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
         return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
 
     async def close(request: Request, host: Backend) -> Response:
-        await host.close_session(request.path_params["agent_id"], request.path_params["session_id"])
+        params = request.path_params
+        await host.call(
+            CloseSession(
+                agent_id=params["agent_id"],
+                session_id=params["session_id"],
+                key=idempotency_key(request),
+            )
+        )
         return Response(status_code=204)
 
     async def facts(request: Request, host: Backend) -> Response:
-        return _json(await host.facts(request.path_params["agent_id"]))
+        return _json(await host.call(GetFacts(agent_id=request.path_params["agent_id"])))
 
     session = "/agents/{agent_id}/sessions/{session_id}"
 
@@ -286,11 +364,14 @@ def create_app(backend: BackendSource, *, token: str | None = None) -> Starlette
     app = Starlette(
         routes=[
             Route("/agents/{agent_id}/sessions", route(open_session), methods=["POST"]),
+            Route("/agents/{agent_id}/sessions", route(sessions), methods=["GET"]),
             Route(session + "/messages", route(send), methods=["POST"]),
             Route(session + "/events", route(events), methods=["GET"]),
             Route(session, route(close), methods=["DELETE"]),
             Route("/agents/{agent_id}/facts", route(facts), methods=["GET"]),
-            *page_routes(route, guard),  # the web page and its routes (docs/web.md)
+            *page_routes(
+                route, guard, idempotency_key
+            ),  # the web page and its routes (docs/web.md)
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: unrouted},

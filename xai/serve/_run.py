@@ -47,4 +47,7 @@ async def serve_app(
     cancelled; ``ready`` gets the URL once the socket listens (port 0: a free one).
     Beyond loopback the app must have a token (``create_app(..., token=...)``)."""
     check_bind(host, getattr(app.state, "token", None))
+    guard = getattr(app.state, "guard", None)
+    if guard is not None:
+        guard.allow(host)  # the address it was started for (a wildcard adds none)
     await serve_on_socket(app, host, port, ready=ready, stop=stop, grace_seconds=GRACE_SECONDS)

@@ -1,4 +1,14 @@
-"""Who may call the gateway: the bearer token (or its cookie) and CSRF protection of writes.
+"""Who may call the gateway: the hosts it answers for, the bearer token (or its cookie) and
+CSRF protection of writes.
+
+- The ``Host`` of every request must be one the gateway was started for (DNS rebinding: a
+  page of another site whose name resolves to 127.0.0.1 would otherwise read the page, its
+  CSRF token, and write). Without a token: the loopback names (``localhost``, ``127.0.0.1``,
+  ``::1``), the address it was bound to, and the hosts it was given (``allowed_hosts``);
+  400 otherwise. With a token the token admits a client (a rebinding page has neither it
+  nor its cookie), so any ``Host`` is accepted unless ``allowed_hosts`` is given.
+- A write that carries an ``Origin`` (a browser's) must come from one of those hosts (with
+  a token and no ``allowed_hosts``: from the request's own host); 403 otherwise.
 
 - With a token (required beyond loopback), a request carries ``Authorization: Bearer
   <token>`` or the cookie a browser got from the one-time login link printed at start-up.
@@ -12,12 +22,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
+from collections.abc import Iterable
 from typing import Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-__all__ = ["COOKIE", "CSRF_HEADER", "Guard", "RefusalType", "Refused"]
+__all__ = ["COOKIE", "CSRF_HEADER", "LOOPBACK_HOSTS", "Guard", "RefusalType", "Refused"]
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""The hosts a gateway answers for by default."""
 
 COOKIE = "xai_token"
 CSRF_HEADER = "x-xai-csrf"
@@ -42,8 +58,12 @@ def _same(given: str, expected: str) -> bool:
 class Guard:
     """The gateway's checks, made once per app: a fresh CSRF token and login key each start."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, allowed_hosts: Iterable[str] | None = None) -> None:
         self.token = token
+        self.hosts: set[str] | None = set(LOOPBACK_HOSTS) | {_name(h) for h in allowed_hosts or ()}
+        """The host names requests may name (``None``: any, with a token and no list)."""
+        if token is not None and allowed_hosts is None:
+            self.hosts = None
         self.csrf = secrets.token_urlsafe(32)
         """Handed to the page (a ``<meta>``); a write from a browser must echo it."""
         self.login_key: str | None = secrets.token_urlsafe(24) if token else None
@@ -54,8 +74,43 @@ class Guard:
             else None
         )
 
+    def allow(self, host: str) -> None:
+        """Answer for ``host`` too (the address the server was bound to)."""
+        if self.hosts is not None:
+            name = _name(host)
+            if not _wildcard(name):
+                self.hosts.add(name)
+
+    def check_host(self, request: Request) -> None:
+        """Raise ``Refused`` unless the request names a host the gateway answers for."""
+        if self.hosts is None:
+            return
+        host = _name(_host_of(request.headers.get("host", "")))
+        if host not in self.hosts:
+            raise Refused(
+                400,
+                "bad_request",
+                f"host {host!r} is not one this server answers for (a server on loopback "
+                "answers for localhost, 127.0.0.1 and ::1; others: allowed_hosts)",
+            )
+
+    def check_origin(self, request: Request) -> None:
+        """Raise ``Refused`` if a write comes from a page of a host not answered for."""
+        origin = request.headers.get("origin")
+        if origin is None:
+            return
+        parts = urlsplit(origin)
+        name = _name(parts.hostname or "")
+        if self.hosts is not None:
+            allowed = name in self.hosts
+        else:  # a token and no list: the page must be this server's own
+            allowed = parts.netloc.lower() == request.headers.get("host", "").lower()
+        if not allowed or parts.scheme not in ("http", "https"):
+            raise Refused(403, "forbidden", f"a write from the page of {origin!r} is refused")
+
     def check(self, request: Request) -> None:
         """Raise ``Refused`` unless ``request`` may go on."""
+        self.check_host(request)
         if self.token is not None and not self.authorized(request):
             raise Refused(
                 401,
@@ -65,6 +120,7 @@ class Guard:
             )
         if request.method in ("GET", "HEAD"):
             return
+        self.check_origin(request)
         given = request.headers.get(CSRF_HEADER)
         if given is not None:
             if not _same(given, self.csrf):
@@ -91,3 +147,23 @@ class Guard:
             return None
         self.login_key = None
         return self._cookie
+
+
+def _host_of(header: str) -> str:
+    """The host of a ``Host`` header: without its port (``[::1]:8000`` -> ``::1``)."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _name(host: str) -> str:
+    """A host as compared: lower case, no brackets, no trailing dot."""
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def _wildcard(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name).is_unspecified
+    except ValueError:
+        return name == ""

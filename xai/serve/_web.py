@@ -19,10 +19,22 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from xai.agent import Wakeup
+from xai.agent import (
+    AddWakeup,
+    CancelTurn,
+    Forget,
+    GetFact,
+    GetUsage,
+    ListWakeups,
+    Notify,
+    PauseWakeup,
+    ReadAgentEvents,
+    SearchMemory,
+    Wakeup,
+)
 from xai.events import AgentEvent
 from xai.logs import get_logger
-from xai.serve._backend import Backend, PageBackend
+from xai.serve._backend import Backend
 from xai.serve._security import COOKIE, Guard, Refused
 
 __all__ = ["DEFAULT_AGENT", "NotifyRequest", "page_routes"]
@@ -60,12 +72,6 @@ def _json(value: object, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status, media_type="application/json")
 
 
-def _page(backend: Backend) -> PageBackend:
-    if not isinstance(backend, PageBackend):
-        raise Refused(404, "not_found", "this server's backend does not serve the page's data")
-    return backend
-
-
 async def _decode(request: Request, type: type[T]) -> T:
     data = await request.body()
     if len(data) > _MAX_BODY:
@@ -86,10 +92,12 @@ def _static(name: str) -> bytes:
 
 
 def page_routes(
-    route: Callable[[Handler], Callable[[Request], Awaitable[Response]]], guard: Guard
+    route: Callable[[Handler], Callable[[Request], Awaitable[Response]]],
+    guard: Guard,
+    key: Callable[[Request], str | None],
 ) -> list[Route]:
     """The page and its routes; ``route`` wraps each handler in the gateway's guard and
-    error handling."""
+    error handling; ``key`` reads a write's ``Idempotency-Key``."""
     template = Template(_static("index.html").decode())
 
     async def index(request: Request, host: Backend) -> Response:
@@ -122,6 +130,10 @@ def page_routes(
 
     async def login(request: Request) -> Response:
         """The one-time link: sets the cookie that stands for the token, then the page."""
+        try:
+            guard.check_host(request)
+        except Refused as refused:
+            return Response(str(refused), refused.status, media_type="text/plain; charset=utf-8")
         if guard.token is None:
             return RedirectResponse(_root(request), 303)
         cookie = guard.login(request.query_params.get("key", ""))
@@ -138,12 +150,13 @@ def page_routes(
 
     async def cancel(request: Request, host: Backend) -> Response:
         params = request.path_params
-        return _json(
-            Cancelled(cancelled=await _page(host).cancel(params["agent_id"], params["session_id"]))
+        cancel = CancelTurn(
+            agent_id=params["agent_id"], session_id=params["session_id"], key=key(request)
         )
+        return _json(Cancelled(cancelled=await host.call(cancel)))
 
     async def agent_events(request: Request, host: Backend) -> Response:
-        stream = await _page(host).agent_events(request.path_params["agent_id"])
+        stream = await host.stream(ReadAgentEvents(agent_id=request.path_params["agent_id"]))
 
         async def frames() -> AsyncIterator[bytes]:
             yield b": listening\n\n"  # the page knows the stream is open from here on
@@ -165,33 +178,44 @@ def page_routes(
         except ValueError:
             raise Refused(400, "bad_request", "k: a number") from None
         k = max(1, min(k, 50))
-        return _json(await _page(host).search(request.path_params["agent_id"], query, k))
+        agent_id = request.path_params["agent_id"]
+        return _json(await host.call(SearchMemory(agent_id=agent_id, query=query, k=k)))
 
     async def fact(request: Request, host: Backend) -> Response:
         params = request.path_params
-        detail = await _page(host).fact(params["agent_id"], params["fact_id"])
+        detail = await host.call(GetFact(agent_id=params["agent_id"], fact_id=params["fact_id"]))
         if detail is None:
             raise Refused(404, "not_found", f"no fact {params['fact_id']!r}")
         return _json(detail)
 
     async def forget(request: Request, host: Backend) -> Response:
         params = request.path_params
-        forgotten = await _page(host).forget(params["agent_id"], params["fact_id"])
+        forgotten = await host.call(
+            Forget(agent_id=params["agent_id"], fact_id=params["fact_id"], key=key(request))
+        )
         if forgotten is None:
             raise Refused(404, "not_found", f"no active fact {params['fact_id']!r}")
         return _json(forgotten)
 
     async def wakeups(request: Request, host: Backend) -> Response:
-        return _json(await _page(host).wakeups(request.path_params["agent_id"]))
+        return _json(await host.call(ListWakeups(agent_id=request.path_params["agent_id"])))
 
     async def add_wakeup(request: Request, host: Backend) -> Response:
         wakeup = await _decode(request, Wakeup)
-        return _json(await _page(host).add_wakeup(request.path_params["agent_id"], wakeup), 201)
+        add = AddWakeup(agent_id=request.path_params["agent_id"], wakeup=wakeup, key=key(request))
+        return _json(await host.call(add), 201)
 
     def pausing(paused: bool) -> Handler:
         async def handler(request: Request, host: Backend) -> Response:
             params = request.path_params
-            view = await _page(host).pause_wakeup(params["agent_id"], params["wakeup_id"], paused)
+            view = await host.call(
+                PauseWakeup(
+                    agent_id=params["agent_id"],
+                    wakeup_id=params["wakeup_id"],
+                    paused=paused,
+                    key=key(request),
+                )
+            )
             if view is None:
                 raise Refused(404, "not_found", f"no wake-up {params['wakeup_id']!r}")
             return _json(view)
@@ -200,12 +224,11 @@ def page_routes(
 
     async def notify(request: Request, host: Backend) -> Response:
         body = await _decode(request, NotifyRequest)
-        return _json(
-            Fired(fired=await _page(host).notify(request.path_params["agent_id"], body.name))
-        )
+        notify = Notify(agent_id=request.path_params["agent_id"], name=body.name, key=key(request))
+        return _json(Fired(fired=await host.call(notify)))
 
     async def usage(request: Request, host: Backend) -> Response:
-        return _json(await _page(host).usage(request.path_params["agent_id"]))
+        return _json(await host.call(GetUsage(agent_id=request.path_params["agent_id"])))
 
     agent = "/agents/{agent_id}"
     return [

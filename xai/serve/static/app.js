@@ -35,7 +35,12 @@
     const response = await fetch(base + path, init);
     const text = await response.text();
     const data = text ? JSON.parse(text) : null;
-    if (!response.ok) throw new Error((data && data.message) || response.statusText);
+    if (!response.ok) {
+      const error = new Error((data && data.message) || response.statusText);
+      error.status = response.status;
+      error.type = data && data.type;
+      throw error;
+    }
     return data;
   }
 
@@ -61,11 +66,15 @@
   }
 
   function failed(error) {
-    notice("Error: " + error.message);
+    if (error.type === "agent_not_found") unknownAgent();
+    else notice("Error: " + error.message);
   }
 
   // -- tabs ----------------------------------------------------------------------------
 
+  // False while the Agent does not exist: reads of it answer 404, and the first write that
+  // means to (opening a Session, adding a wake-up) creates it.
+  let known = true;
   const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
   const loaders = {};
 
@@ -79,7 +88,7 @@
     if (focus) tab.focus();
     const view = tab.id.slice(4);
     history.replaceState(null, "", location.pathname + location.search + "#" + view);
-    if (loaders[view]) loaders[view]().catch(failed);
+    if (loaders[view] && known) loaders[view]().catch(failed);
   }
 
   for (const tab of tabs) {
@@ -315,6 +324,30 @@
     });
   }
 
+  /** The Agent's open Sessions (not the helpers: they show under their call), each with a
+   * button that follows it: a new tab, or another device, picks up a conversation. */
+  async function loadSessions() {
+    const open = (await api("GET", "/sessions")).filter((s) => !s.parent_id);
+    $("sessions-empty").hidden = open.length > 0;
+    redraw($("sessions"), open.map(sessionItem), "data-session");
+  }
+
+  function sessionItem(s) {
+    const current = s.session_id === session;
+    const turns = s.turns === 1 ? "1 turn" : `${s.turns} turns`;
+    const item = el("li", { "data-session": s.session_id, "data-state": s.state, "aria-current": current ? "true" : null },
+      el("span", { class: "who" }, `Session ${s.session_id} · ${turns}` + (s.busy ? " · running" : "")),
+      el("p", { class: "label" }, s.label || "(no message yet)"));
+    const show = el("button", { type: "button", disabled: current, "aria-label": `Show Session ${s.session_id}` }, current ? "Shown" : "Show");
+    show.addEventListener("click", () => {
+      follow(s.session_id);
+      loadSessions().catch(failed);
+    });
+    item.append(show);
+    return item;
+  }
+  loaders.chat = loadSessions;
+
   function endSession() {
     if (source) source.close();
     source = null;
@@ -328,7 +361,9 @@
     const purpose = $("purpose").value.trim();
     try {
       const info = await api("POST", "/sessions", purpose ? { purpose } : {});
+      created();
       follow(info.session_id);
+      loadSessions().catch(failed);
       $("message").focus();
     } catch (error) {
       failed(error);
@@ -502,6 +537,7 @@
     try {
       const body = { id, trigger: trigger(kindField.value), text: $("wakeup-text").value.trim() };
       const added = await api("POST", "/wakeups", body);
+      created();
       await loadWakeups();
       notice(`Wake-up ${added.id} added: next ${added.next_at ? when(added.next_at) : "when it is due"}`);
       $("wakeup-id").value = "";
@@ -637,6 +673,9 @@
     const data = JSON.parse(message.data);
     const body = data.event;
     const id = data.session_id;
+    if (visible("chat") && ["session_opened", "session_ended", "turn_started", "turn_done"].includes(body.type)) {
+      loadSessions().catch(failed); // (the list: which are open, their turns)
+    }
     switch (body.type) {
       case "session_opened":
         if (body.parent_id && body.parent_id === session) {
@@ -672,10 +711,56 @@
   }
 
   const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", ...SESSION_KINDS];
-  const agentSource = new EventSource(base + "/events");
-  for (const kind of AGENT_KINDS) agentSource.addEventListener(kind, onAgentEvent);
+  let agentSource = null;
   let reconnecting = false;
-  agentSource.addEventListener("open", () => {
+
+  /** The Agent's live events (EventSource reconnects by itself after a network error). */
+  function listen() {
+    agentSource = new EventSource(base + "/events");
+    for (const kind of AGENT_KINDS) agentSource.addEventListener(kind, onAgentEvent);
+    agentSource.addEventListener("open", opened);
+    agentSource.addEventListener("error", () => {
+      if (leaving) return;
+      if (agentSource.readyState === EventSource.CLOSED) {
+        checkKnown(); // refused, not cut: EventSource does not try again
+        return;
+      }
+      document.body.dataset.live = "false";
+      notice("Reconnecting…");
+    });
+  }
+
+  /** Refused: the Agent may not exist yet (then ``failed`` says so); else reload. */
+  async function checkKnown() {
+    try {
+      await api("GET", "/sessions");
+      document.body.dataset.live = "false";
+      notice("The Agent's events were refused: reload the page");
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  /** The Agent does not exist (yet): nothing to read or listen to until a write creates it. */
+  function unknownAgent() {
+    known = false;
+    $("sessions-empty").hidden = false;
+    $("sessions-empty").textContent = "A new Agent: opening a Session creates it.";
+    document.body.dataset.live = "true"; // (nothing to listen to yet)
+    document.body.dataset.agent = "new";
+    notice("New Agent: opening a Session creates it");
+  }
+
+  /** The Agent exists now (a write created it): listen to it, read its views. */
+  function created() {
+    if (known) return;
+    known = true;
+    delete document.body.dataset.agent;
+    $("sessions-empty").textContent = "None open.";
+    listen();
+  }
+
+  function opened() {
     notice("Live");
     document.body.dataset.live = "true";
     if (reconnecting) {
@@ -685,12 +770,8 @@
       if (loaders[view]) loaders[view]().catch(failed);
     }
     reconnecting = true;
-  });
-  agentSource.addEventListener("error", () => {
-    if (leaving) return;
-    document.body.dataset.live = "false";
-    notice("Reconnecting…");
-  });
+  }
+  listen();
 
   // -- start ---------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ suspended as the run goes, so the figures are those of K running Agents and N - 
 
 Ends with one JSON line (snake_case; ratios named ``*_ratio``). Run::
 
-    python bench/agents.py [--agents 200] [--sessions 200] [--max-agents K]
+    python bench/idle_agents.py [--agents 200] [--sessions 200] [--max-agents K]
 
 Not for tests (it starts hundreds of Agents); ``--agents 20`` is a quick look.
 """

@@ -1,7 +1,8 @@
-"""What the web page shows of an Agent, as msgspec values the gateway sends as JSON.
+"""The host API's views of an Agent: msgspec values the host's operations answer with
+(``_host_api``), and the web page shows as JSON.
 
-Each is computed from the running Agent (its memory, its scheduler) or, for usage, from its
-Sessions' journals (read in a worker thread): the page never reads files itself.
+Each is computed from the running Agent (its Sessions, its memory, its scheduler) or, for
+usage, from its Sessions' journals (read in a worker thread): the page never reads files.
 """
 
 from __future__ import annotations
@@ -12,33 +13,27 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai.agent import Agent, Cron, Every, Idle, OnEvent, Trigger, WakeupState
-from xai.agent import At as AtTrigger
-from xai.exceptions import JournalError
+from xai.agent._agent import Agent
+from xai.agent._wakeups import At as AtTrigger
+from xai.agent._wakeups import Cron, Every, Idle, OnEvent, Trigger, WakeupState
 from xai.memory import Decision, Fact
-from xai.messages import Episode, Origin, Usage
-from xai.session import (
-    JOURNAL_FILE,
-    AcceptedRecord,
-    ClosedRecord,
-    HeaderRecord,
-    InputRecord,
-    MessageRecord,
-    TurnEndRecord,
-    UsageRecord,
-    read_records,
-)
+from xai.messages import Episode, Origin, Usage, UserMessage
+from xai.session import JournalView
 
 __all__ = [
     "MAX_USAGE_SESSIONS",
     "DayUsage",
     "FactDetail",
     "FactHistory",
+    "SessionInfo",
+    "SessionSummary",
     "SessionUsage",
     "UsageReport",
     "WakeupView",
     "describe_trigger",
     "fact_detail",
+    "session_info",
+    "session_summaries",
     "usage_report",
     "wakeup_views",
 ]
@@ -47,6 +42,66 @@ MAX_USAGE_SESSIONS = 500
 """The usage report covers the Agent's most recent Sessions, at most this many."""
 
 _LABEL_CHARS = 80
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    agent_id: str
+    session_id: str
+    parent_id: str | None
+    state: str
+    turns: int
+    usage: Usage
+    memory_prefix: str = ""
+
+
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One open Session of an Agent, as the Sessions list shows it."""
+
+    session_id: str
+    parent_id: str | None
+    """The Session that delegated to it (a helper), or ``None``."""
+    state: str
+    turns: int
+    busy: bool
+    """A turn is running."""
+    origin: Origin | None
+    """Who gave the first input (``agent``: a wake-up or a helper); ``None``: none yet."""
+    label: str
+    """The start of the first input (what the Session is about); empty before one."""
+    usage: Usage
+
+
+def session_info(agent: Agent, session_id: str) -> SessionInfo:
+    session = agent.session(session_id)
+    return SessionInfo(
+        agent_id=agent.id,
+        session_id=session.id,
+        parent_id=session.parent_id,
+        state=session.state,
+        turns=session.turns,
+        usage=session.usage,
+        memory_prefix=session.system.memory_prefix,
+    )
+
+
+def session_summaries(agent: Agent) -> list[SessionSummary]:
+    """The Agent's open Sessions, in the order they were opened (or reopened)."""
+    out = []
+    for session in agent.sessions.values():
+        first = next((m for m in session.history if isinstance(m, UserMessage)), None)
+        out.append(
+            SessionSummary(
+                session_id=session.id,
+                parent_id=session.parent_id,
+                state=session.state,
+                turns=session.turns,
+                busy=session.busy,
+                origin=first.origin if first is not None else None,
+                label=first.content[:_LABEL_CHARS] if first is not None else "",
+                usage=session.usage,
+            )
+        )
+    return out
 
 
 class FactHistory(msgspec.Struct, frozen=True, kw_only=True):
@@ -196,48 +251,29 @@ def _day(at: float) -> str:
 
 
 def _one_session(path: Path, days: dict[str, list[int]]) -> SessionUsage | None:
-    """A Session's usage from its journal; each turn's usage counts on the UTC day its last
-    message was said (the Session's creation day when none is stamped)."""
+    """A Session's usage from the totals its journal's writer keeps beside it (only what the
+    journal gained since they were saved is read); each usage counts on the UTC day its
+    last message was said (the Session's creation day when none is stamped)."""
     try:
-        records = read_records(path / JOURNAL_FILE)
-    except (OSError, JournalError):
+        totals = JournalView.read_totals(path)
+    except OSError:
+        totals = None
+    if totals is None:
         return None  # gone, or damaged (the Agent quarantines those itself)
-    if not records or not isinstance(records[0], HeaderRecord):
-        return None
-    header = records[0]
-    usage, turns, closed = Usage(), 0, False
-    origin: Origin | None = None
-    label = ""
-    last_at = header.created_at
-    for record in records[1:]:
-        spent: Usage | None = None
-        if isinstance(record, AcceptedRecord | InputRecord) and origin is None:
-            origin = record.message.origin
-            label = record.message.content[:_LABEL_CHARS]
-        if isinstance(record, InputRecord | MessageRecord) and record.message.at is not None:
-            last_at = record.message.at
-        if isinstance(record, TurnEndRecord):
-            spent = record.outcome.usage
-            turns = max(turns, record.outcome.turn)
-        elif isinstance(record, UsageRecord):
-            spent = record.usage
-        elif isinstance(record, ClosedRecord):
-            closed = True
-        if spent is not None:
-            usage = usage + spent
-            day = days.setdefault(_day(last_at), [0, 0, 0])
-            day[0] += spent.prompt_tokens
-            day[1] += spent.completion_tokens
-            day[2] += spent.requests
+    for day, spent in totals.days.items():
+        tally = days.setdefault(day, [0, 0, 0])
+        tally[0] += spent.prompt_tokens
+        tally[1] += spent.completion_tokens
+        tally[2] += spent.requests
     return SessionUsage(
-        session_id=header.session_id,
-        parent_id=header.parent_id,
-        created_at=header.created_at,
-        origin=origin,
-        label=label,
-        turns=turns,
-        closed=closed,
-        usage=usage,
+        session_id=totals.session_id,
+        parent_id=totals.parent_id,
+        created_at=totals.created_at,
+        origin=totals.origin,
+        label=totals.label[:_LABEL_CHARS],
+        turns=totals.turns,
+        closed=totals.closed is not None,
+        usage=totals.usage,
     )
 
 
