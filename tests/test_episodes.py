@@ -20,8 +20,9 @@ from xai.agent import Agent, AgentConfig
 from xai.memory import EpisodeStore
 from xai.messages import Episode, UserMessage
 from xai.providers import OpenAIProvider
-from xai.session import CompactedRecord, read_journal
+from xai.session import read_journal
 from xai.session._journal import append_records
+from xai.session._records import CompactedRecord
 from xai.testing import OpenAIWireServer, Reply
 
 pytestmark = pytest.mark.anyio

@@ -45,14 +45,9 @@ from tests.session_helpers import extraction_responder, is_side_request, last_co
 from tests.test_agent import judge_adds
 from xai.memory import JUDGE_MARKER
 from xai.messages import UserMessage
-from xai.session import (
-    JOURNAL_FILE,
-    InputRecord,
-    TurnEndRecord,
-    TurnStartRecord,
-    read_journal,
-    read_records,
-)
+from xai.session import JOURNAL_FILE, read_journal
+from xai.session._journal import read_records
+from xai.session._records import InputRecord, TurnEndRecord, TurnStartRecord
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
 KILLS = 30

@@ -18,14 +18,9 @@ from xai.events import CandidatesProposed
 from xai.memory import Decision, Embedder, local_minilm
 from xai.messages import MemoryCandidate
 from xai.providers import OpenAIProvider
-from xai.session import (
-    JOURNAL_FILE,
-    CandidatesRecord,
-    Session,
-    SessionConfig,
-    read_journal,
-    read_records,
-)
+from xai.session import JOURNAL_FILE, Session, SessionConfig, read_journal
+from xai.session._journal import read_records
+from xai.session._records import CandidatesRecord
 from xai.testing import OpenAIWireServer
 
 pytestmark = pytest.mark.anyio

@@ -12,15 +12,9 @@ from tests.session_helpers import drain, history_problems, journal_as_written
 from tests.test_query import add
 from xai.events import MessageCommitted, TurnStarted
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus
-from xai.session import (
-    JOURNAL_FILE,
-    MessageRecord,
-    Record,
-    Session,
-    SessionConfig,
-    read_journal,
-)
+from xai.session import JOURNAL_FILE, Session, SessionConfig, read_journal
 from xai.session._journal import Journal
+from xai.session._records import MessageRecord, Record
 from xai.testing import Delay, Reply, ScriptedCall, ScriptedProvider
 
 pytestmark = pytest.mark.anyio

@@ -14,15 +14,14 @@ from xai.exceptions import SessionClosedError
 from xai.messages import MemoryCandidate
 from xai.session import (
     JOURNAL_FILE,
-    ClosedRecord,
-    ClosingRecord,
     FinalizingContext,
     Session,
     SessionConfig,
     aread_journal,
     read_journal,
-    read_records,
 )
+from xai.session._journal import read_records
+from xai.session._records import ClosedRecord, ClosingRecord
 from xai.testing import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio

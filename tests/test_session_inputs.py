@@ -11,16 +11,9 @@ import pytest
 from tests.test_session_repair import answer_everything, freeze_call, snapshotting
 from xai.exceptions import SessionClosedError
 from xai.messages import TurnStatus, UserMessage
-from xai.session import (
-    JOURNAL_FILE,
-    AcceptedRecord,
-    DroppedRecord,
-    Session,
-    SessionConfig,
-    TurnEndRecord,
-    read_journal,
-    read_records,
-)
+from xai.session import JOURNAL_FILE, Session, SessionConfig, read_journal
+from xai.session._journal import read_records
+from xai.session._records import AcceptedRecord, DroppedRecord, TurnEndRecord
 from xai.testing import ScriptedProvider
 
 pytestmark = pytest.mark.anyio

@@ -26,16 +26,9 @@ from tests.session_helpers import (
     summary_responder,
 )
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus, UserMessage
-from xai.session import (
-    JOURNAL_FILE,
-    CompactedRecord,
-    MessageRecord,
-    Session,
-    SessionConfig,
-    TurnStartRecord,
-    read_journal,
-    read_records,
-)
+from xai.session import JOURNAL_FILE, Session, SessionConfig, read_journal
+from xai.session._journal import read_records
+from xai.session._records import CompactedRecord, MessageRecord, TurnStartRecord
 from xai.testing import Reply, ScriptedCall, ScriptedProvider
 from xai.tools import Tool, tool
 

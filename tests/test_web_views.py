@@ -11,14 +11,13 @@ from xai.agent import At, Cron, Every, Idle, OnEvent
 from xai.agent._host_views import _history, _read_usage, describe_trigger
 from xai.memory import Decision, Fact
 from xai.messages import AssistantMessage, TurnOutcome, TurnStatus, Usage, UserMessage
-from xai.session import (
-    JOURNAL_FILE,
+from xai.session import JOURNAL_FILE, SystemPrompt
+from xai.session._records import (
     ClosedRecord,
     HeaderRecord,
     InputRecord,
     MessageRecord,
     Record,
-    SystemPrompt,
     TurnEndRecord,
     UsageRecord,
 )
