@@ -206,3 +206,20 @@ def test_the_repl_speaks_to_a_person_not_in_python(tmp_path: Path) -> None:
     assert text.count("cannot reach the model") == 1, text
     for raw in ("At(", "Every(", "Usage(", "warning", "Traceback", '"no fact'):
         assert raw not in text, text
+
+
+def test_memory_search_lines_show_the_rank_not_a_part_score() -> None:
+    """A search's order fuses several cues; the cosine of one of them, shown beside it,
+    read as contradicting that order (0.19 listed above 0.31)."""
+    from xai.cli._repl import _memory_line
+    from xai.memory import Fact, ScoredFact
+
+    first = ScoredFact(
+        Fact(id="f1", text="I'll hand that to a helper.", first_seen=0, last_seen=0), 0.19
+    )
+    second = ScoredFact(
+        Fact(id="f2", text="The user's name is Ada.", first_seen=0, last_seen=0), 0.31
+    )
+    lines = [_memory_line(first, 1), _memory_line(second, 2)]
+    assert lines[0].startswith("#1 f1") and lines[1].startswith("#2 f2")
+    assert not any(re.search(r"\d\.\d\d", line) for line in lines), lines

@@ -436,6 +436,9 @@ def test_script_in_a_message_and_a_fact_is_text(page: Page, shots: Path) -> None
     page.get_by_label("Search memory").fill("green tea")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#hits li").first).to_contain_text("green tea")
+    # the rank, not a part-score that could contradict the order shown
+    expect(page.locator("#hits li .who").first).to_have_text(re.compile(r"^#1 · "))
+    assert not re.search(r"\d\.\d\d", page.locator("#hits").inner_text())
     page.screenshot(path=shots / "memory.png", full_page=True)
 
 

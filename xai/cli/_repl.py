@@ -113,8 +113,8 @@ class Repl:
             hits.extend(await self.agent.memory.search(query, 10))
         else:
             hits.extend(self.agent.memory.facts())
-        for hit in hits:
-            self.render.line(_memory_line(hit))
+        for rank, hit in enumerate(hits, 1):
+            self.render.line(_memory_line(hit, rank))
         if self.session is not None and self.session.undecided:
             # Extraction and adjudication run after the answer, in the background: what
             # this conversation said may not be decided yet.
@@ -201,23 +201,25 @@ def _wake_line(state: WakeupState, now: float) -> str:
     return f"{w.id}  {trigger_line(w.trigger, now)}  {said}{shown}"
 
 
-def _memory_line(hit: MemoryHit | Fact) -> str:
-    """A fact (with its tier, recurrences and Sessions) or something said (who, when)."""
+def _memory_line(hit: MemoryHit | Fact, rank: int) -> str:
+    """A fact (with its tier, recurrences and Sessions) or something said (who, when). A
+    search hit shows its rank: the search fuses several cues, so one part's score (a cosine,
+    a z-score below zero) would contradict the order shown."""
     if isinstance(hit, ScoredEpisode):
         episode = hit.episode
         when = dt.datetime.fromtimestamp(episode.at).astimezone().strftime("%Y-%m-%d %H:%M")
         return (
-            f"{episode.id}  [said {when} by {episode.speaker} relevance={hit.score:.2f}] "
+            f"#{rank} {episode.id}  [said {when} by {episode.speaker}] "
             f"{episode.text}  (in {episode.session_id[:6]})"
         )
     if isinstance(hit, ScoredFact):
-        fact, extra = hit.fact, f" relevance={hit.score:.2f}"
+        fact, ranked = hit.fact, f"#{rank} "
     elif isinstance(hit, Fact):
-        fact, extra = hit, ""
+        fact, ranked = hit, ""
     else:
         assert_never(hit)
     sessions = ",".join(s[:6] for s in fact.sessions)
-    return f"{fact.id}  [{fact.tier} x{fact.count}{extra}] {fact.text}  (from {sessions})"
+    return f"{ranked}{fact.id}  [{fact.tier} x{fact.count}] {fact.text}  (from {sessions})"
 
 
 @contextlib.contextmanager

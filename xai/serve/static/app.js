@@ -467,10 +467,12 @@
     if (!q) return;
     try {
       const hits = await api("GET", "/memory/search?q=" + encodeURIComponent(q));
-      const items = hits.map((hit) =>
+      // The order is the answer: the search fuses meaning, words, time and who said it, so
+      // one part's score (cosine, or a z-score below zero) would contradict the order shown.
+      const items = hits.map((hit, i) =>
         hit.kind === "fact"
-          ? el("li", { class: "hit" }, el("span", { class: "who" }, `fact · ${hit.fact.tier} · ${hit.score.toFixed(2)}`), el("p", { class: "text" }, hit.fact.text))
-          : el("li", { class: "hit" }, el("span", { class: "who" }, `said by ${hit.episode.speaker} · ${when(hit.episode.at)} · ${hit.score.toFixed(2)}`), el("p", { class: "text" }, hit.episode.text)),
+          ? el("li", { class: "hit" }, el("span", { class: "who" }, `#${i + 1} · fact · ${hit.fact.tier}`), el("p", { class: "text" }, hit.fact.text))
+          : el("li", { class: "hit" }, el("span", { class: "who" }, `#${i + 1} · said by ${hit.episode.speaker} · ${when(hit.episode.at)}`), el("p", { class: "text" }, hit.episode.text)),
       );
       if (!items.length) items.push(el("li", { class: "muted" }, "Nothing found."));
       $("hits").replaceChildren(...items);
