@@ -1,53 +1,60 @@
-"""``async with actor:`` for actors that run in a task of their own (Session, Agent).
-
-An error raised while an actor starts reaches the caller as itself: ``except
-JournalError`` works around ``async with Agent(...)`` and around
-``await group.start(agent.run)`` (anyio raises what the task raised from
-``start``; the caller's own task group still wraps what escapes its body).
+"""What the actors (Session, Agent) share for ``async with actor:`` (anyio's
+``AsyncContextManagerMixin``): an error raised while an actor starts reaches the caller as
+itself, so ``except JournalError`` works around ``async with Agent(...)`` and around
+``await group.start(agent.run)`` (the caller's own task group still wraps what escapes its
+body).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Literal, Protocol, TypeAlias
 
 import anyio
 import anyio.abc
 
-__all__ = ["enter", "leave", "single_errors"]
+__all__ = ["Ending", "running", "single_errors"]
+
+
+Ending: TypeAlias = Literal["closed", "cancelled", "error"]
+"""Why the block of ``async with actor:`` ended: normally, cancelled, or with an error."""
 
 
 class _Runnable(Protocol):
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = ...) -> None: ...
 
 
-async def enter(actor: _Runnable) -> anyio.abc.TaskGroup:
-    """Start ``actor.run`` in a new task group and return the group once it has started."""
-    group = anyio.create_task_group()
-    await group.__aenter__()
+@asynccontextmanager
+async def running(
+    actor: _Runnable, close: Callable[[Ending], Awaitable[object]]
+) -> AsyncIterator[None]:
+    """``actor.run`` in a task group of its own while the block runs; leaving it calls
+    ``close`` (shielded: it must finish even when the caller is cancelled) with why the block
+    ended. An error while starting is raised as itself; one from the block as a task group
+    raises it."""
+    started = False
     try:
-        await group.start(actor.run)
-    except Exception:
-        # The actor's task failed before it started and is gone: the group holds nothing
-        # else, so it closes cleanly and the error is raised as itself, not in a group.
-        await group.__aexit__(None, None, None)
-        raise
-    except BaseException as exc:  # cancelled while starting: the group must see it
-        await group.__aexit__(type(exc), exc, exc.__traceback__)
-        raise
-    return group
-
-
-async def leave(
-    group: anyio.abc.TaskGroup | None, close: Callable[[], Awaitable[None]], exc_info: Any
-) -> bool | None:
-    """Close the actor (shielded: it must finish even when the caller is cancelled), then
-    leave its task group."""
-    assert group is not None, "the actor was not entered"
-    with anyio.CancelScope(shield=True):
-        await close()
-    return await group.__aexit__(*exc_info)
+        async with anyio.create_task_group() as group:
+            await group.start(actor.run)
+            started = True
+            ending: Ending = "closed"
+            try:
+                yield
+            except anyio.get_cancelled_exc_class():
+                ending = "cancelled"
+                raise
+            except BaseException:
+                ending = "error"
+                raise
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await close(ending)
+    except BaseExceptionGroup:
+        if started:
+            raise
+        with single_errors():
+            raise
 
 
 @contextmanager

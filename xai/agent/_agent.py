@@ -220,21 +220,8 @@ class Agent(AsyncContextManagerMixin):
     async def __asynccontextmanager__(self) -> AsyncIterator[Agent]:
         """Its task in a task group of its own; leaving closes it (shielded). An error while
         starting is raised as itself; one from the body as a task group raises it."""
-        started = False
-        try:
-            async with anyio.create_task_group() as group:
-                await group.start(self.run)
-                started = True
-                try:
-                    yield self
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await self.close()
-        except BaseExceptionGroup:
-            if started:
-                raise
-            with _actor.single_errors():
-                raise
+        async with _actor.running(self, lambda _ending: self.close()):
+            yield self
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

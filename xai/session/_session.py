@@ -12,13 +12,15 @@ Session's own task, in mailbox order, so there is nothing to lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import anyio.abc
 import msgspec
+from anyio import AsyncContextManagerMixin
 
 from xai import _actor
 from xai.events import SessionEvent
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["ChildFactory", "Session"]
 
 
-class Session:
+class Session(AsyncContextManagerMixin):
     """A conversation actor. Use ``async with Session(...) as session`` or run it in your
     own task group with ``await task_group.start(session.run)``.
 
@@ -92,7 +94,6 @@ class Session:
         if tool_deps is None and self._base_tools.context is not None:
             # A ToolSet's own context stays reachable: SessionContext.deps carries it.
             tool_deps = self._base_tools.context
-        self._outer: anyio.abc.TaskGroup | None = None
         # The state objects and the steps over them (see docs/architecture.md).
         self._parts = parts = Parts(
             ids=(self.id, self.parent_id, depth), config=self.config, provider=provider,
@@ -278,15 +279,12 @@ class Session:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> Session:
-        self._outer = await _actor.enter(self)
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        reason: CloseReason = "error" if exc_info[0] is not None else "closed"
-        if exc_info[0] is not None and issubclass(exc_info[0], anyio.get_cancelled_exc_class()):
-            reason = "cancelled"
-        return await _actor.leave(self._outer, lambda: self.close(reason), exc_info)
+    @asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[Session]:
+        """Its task in a task group of its own; leaving closes it (as ``closed``, or
+        ``error`` / ``cancelled`` when the block raised)."""
+        async with _actor.running(self, self.close):
+            yield self
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
