@@ -331,6 +331,7 @@ def test_stalled_requests_and_idle_connections_are_dropped(server: Server) -> No
     """A connection that sends nothing, a head never finished, a body that stops halfway:
     each is closed once the read timeout passes (the last after a 408), where the old
     server waited on all three for ever."""
+    started = time.monotonic()  # (before the first connection: each timer starts after it)
     idle = connect(server)
     half_head = connect(server)
     half_head.sendall(f"POST /agents/slow/sessions HTTP/1.1\r\nHost: {server.host}\r\n".encode())
@@ -339,7 +340,6 @@ def test_stalled_requests_and_idle_connections_are_dropped(server: Server) -> No
         f"POST /agents/slow/sessions HTTP/1.1\r\nHost: {server.host}\r\n"
         'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"purpose": '.encode()
     )
-    started = time.monotonic()
     with idle, half_head, half_body:
         assert idle.recv(1) == b"", "an idle connection stayed open"
         assert half_head.recv(1) == b"", "a half-sent head kept its connection"
