@@ -4,6 +4,7 @@ issue 33: each fails on the code before its fix."""
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -117,3 +118,37 @@ async def test_a_get_never_creates_an_agent(tmp_path: Path) -> None:
         assert opened.status_code == 201, opened.text
         assert (root / "newcomer").is_dir()
         assert (await client.get(base + "/facts")).json() == []
+
+
+async def test_a_mounted_gateway_has_the_body_limits_too(tmp_path: Path) -> None:
+    """The limits are the app's own (not only ``xai serve``'s): mounted in an application,
+    a body announced over 1 MiB is refused before it is read, and one streamed past it is
+    cut there."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from xai.agent import AgentHost
+    from xai.serve import create_app
+    from xai.testing import ScriptedProvider
+
+    async with AgentHost(tmp_path, lambda _: ScriptedProvider([])) as host:
+        outer = Starlette(routes=[Mount("/xai", app=create_app(host))])
+        transport = httpx.ASGITransport(app=outer)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            pulled: list[int] = []
+
+            async def body(pieces: int) -> AsyncIterator[bytes]:
+                for _ in range(pieces):
+                    pulled.append(1)
+                    yield b" " * (1 << 20)
+
+            announced = {"Content-Length": str(200 << 20)}
+            path = "/xai/agents/ada/sessions"
+            answer = await client.post(path, content=body(200), headers=announced)
+            assert answer.status_code == 413 and answer.json()["type"] == "too_large"
+            assert len(pulled) <= 1, f"{len(pulled)} MiB were read of a body refused by its length"
+            pulled.clear()
+            answer = await client.post(path, content=body(200))  # no length: counted
+            assert answer.status_code == 413
+            assert len(pulled) <= 3, f"{len(pulled)} MiB were read of a body past 1 MiB"
+        assert not (tmp_path / "ada").exists()

@@ -34,6 +34,7 @@ from xai.agent._host_dispatch import Dispatcher
 from xai.agent._host_streams import HostStreams
 from xai.agent._host_views import SessionInfo, session_info
 from xai.agent._host_wakeups import HostWakeups
+from xai.agent._ids import check_id, is_id
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import SessionEvent
 from xai.exceptions import (
@@ -56,7 +57,6 @@ T = TypeVar("T")
 
 _log = get_logger(__name__)
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
@@ -147,9 +147,7 @@ class AgentHost:
             self.root,
             self.clock,
             self.agent,
-            lambda agent_id: (
-                _AGENT_ID.match(agent_id) is not None and (owns is None or owns(agent_id))
-            ),
+            lambda agent_id: is_id(agent_id) and (owns is None or owns(agent_id)),
         )
         """The timer that starts Agents whose wake-ups are due."""
 
@@ -192,10 +190,7 @@ class AgentHost:
         The host may suspend it once this returns (the cap, the idle timeout): hold on to
         it only while you use it, or go through the host's calls, which keep it running
         while they run."""
-        if not _AGENT_ID.match(agent_id):
-            raise ConfigurationError(
-                f"agent id {agent_id!r}: use 1-64 of letters, digits, _ . - (not starting with .)"
-            )
+        check_id("agent id", agent_id)
         if self._group is None or self._lock is None:
             raise SessionClosedError("the host is not running: use `async with AgentHost(...)`")
         async with self._lock:
@@ -312,7 +307,7 @@ class AgentHost:
         (``agent`` starts one it does not have; the host API's reads never do)."""
         if agent_id in self._agents:
             return True
-        return _AGENT_ID.match(agent_id) is not None and (self.root / agent_id).is_dir()
+        return is_id(agent_id) and (self.root / agent_id).is_dir()
 
     @property
     def agent_ids(self) -> list[str]:

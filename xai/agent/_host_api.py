@@ -41,6 +41,7 @@ from xai.agent._host_views import (
     UsageReport,
     WakeupView,
 )
+from xai.agent._ids import check_id
 from xai.agent._wakeups import Wakeup
 from xai.events import AgentEvent, SessionEvent
 from xai.memory import Fact, MemoryHit
@@ -104,6 +105,10 @@ class HostCall(msgspec.Struct, Generic[T_co], frozen=True, kw_only=True, tag_fie
     a Session, adding a wake-up). Any other request about one is ``AgentNotFoundError``."""
 
     agent_id: str
+
+    def check(self) -> None:
+        """Raise ``UsageError`` if the request is wrong whatever the host holds (a malformed
+        id): every transport's dispatch runs it first, before an Agent is started for it."""
 
 
 class HostWrite(HostCall[T_co], frozen=True, kw_only=True):
@@ -224,6 +229,9 @@ class AddWakeup(HostWrite[WakeupView], frozen=True, kw_only=True, tag="add_wakeu
     creates: ClassVar[bool] = True
 
     wakeup: Wakeup
+
+    def check(self) -> None:
+        check_id("wake-up id", self.wakeup.id)
 
 
 class PauseWakeup(HostWrite[WakeupView | None], frozen=True, kw_only=True, tag="pause_wakeup"):

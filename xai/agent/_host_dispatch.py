@@ -181,6 +181,7 @@ class Dispatcher:
 
     async def call(self, request: HostCall[T]) -> T:
         """Run ``request`` and return its answer."""
+        request.check()
         if not request.creates and not self.host.has(request.agent_id):
             raise AgentNotFoundError(request.agent_id)
         if isinstance(request, HostWrite) and request.key is not None:

@@ -26,6 +26,7 @@ import msgspec
 
 from xai._files import write_atomic
 from xai.agent._clock import Clock
+from xai.agent._ids import check_id
 from xai.agent._wakeups import Idle, OnEvent, Wakeup, WakeupState, next_time
 from xai.events import WakeupFired, WakeupSkipped
 from xai.exceptions import ConfigurationError, WakeupNotFoundError
@@ -159,7 +160,9 @@ class Scheduler:
 
     def add(self, wakeup: Wakeup) -> WakeupState:
         """Add (or replace) a wake-up; it is armed at once and saved by the writer task
-        (``await flush()`` to wait for the file)."""
+        (``await flush()`` to wait for the file). Its id follows the rule of Agent ids
+        (``ConfigurationError`` otherwise): it names the wake-up in URLs, logs and events."""
+        check_id("wake-up id", wakeup.id)
         state = WakeupState(wakeup=wakeup)
         state.next_at = self._arm(wakeup, self.clock.now())
         self._states[wakeup.id] = state

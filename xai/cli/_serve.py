@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 import msgspec
@@ -25,7 +27,7 @@ from xai.cli._signals import stop_on_signal
 from xai.config import LLMConfig, default_home
 from xai.exceptions import UsageError
 from xai.providers import OpenAIProvider
-from xai.serve import Backend, LocalBackend, check_bind, create_app, serve_app
+from xai.serve import READ_TIMEOUT, Backend, LocalBackend, check_bind, create_app, serve_app
 
 __all__ = ["TOKEN_VARIABLE", "add_serve_parser", "serve_command"]
 
@@ -49,6 +51,22 @@ def add_serve_parser(
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
     serve.add_argument(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        metavar="NAME",
+        help="a host name the server answers for besides the loopback names and its address "
+        "(the Host of requests; repeat for more). With a token and none given, any host.",
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        default=READ_TIMEOUT,
+        metavar="SECONDS",
+        help=f"the longest a request may take to arrive, its head and its body "
+        f"(default {READ_TIMEOUT:g}); a stalled one is dropped",
+    )
+    serve.add_argument(
         "--max-agents", type=int, help="Agents running at once (idle ones are suspended past it)"
     )
     serve.add_argument(
@@ -69,12 +87,32 @@ def add_serve_parser(
 def serve_command(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: 0-65535")
+    if not 0 < args.read_timeout < float("inf"):
+        raise UsageError(f"--read-timeout {args.read_timeout:g}: more than 0 seconds")
+    for name in args.allowed_hosts or ():
+        if not _HOST_NAME.fullmatch(name):
+            raise UsageError(
+                f"--allowed-host {name!r}: a host name or address as a Host header names it "
+                "(letters, digits, - . : [ ]; no scheme, path or wildcard)"
+            )
     token = os.environ.get(TOKEN_VARIABLE) or None
     host = args.host[1:-1] if args.host.startswith("[") and args.host.endswith("]") else args.host
     check_bind(host, token)  # before anything starts
     root = (args.root or default_home() / "serve").expanduser()
     ray_backend = None if args.ray is None else _ray_backend(args, root)
-    return anyio.run(_serve, root, host, args.port, args.max_agents, token, ray_backend)
+    gateway = Gateway(token, args.allowed_hosts, args.read_timeout)
+    return anyio.run(_serve, root, host, args.port, args.max_agents, gateway, ray_backend)
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9.:\[\]-]{1,255}")
+
+
+class Gateway(NamedTuple):
+    """What the app checks (``create_app``'s options)."""
+
+    token: str | None
+    allowed_hosts: list[str] | None
+    read_timeout: float
 
 
 def _ray_backend(args: argparse.Namespace, root: Path) -> Callable[[], Backend]:
@@ -116,7 +154,7 @@ async def _serve(
     host: str,
     port: int,
     max_agents: int | None,
-    token: str | None,
+    gateway: Gateway,
     ray_backend: Callable[[], Backend] | None = None,
 ) -> int:
     @asynccontextmanager
@@ -145,7 +183,12 @@ async def _serve(
     # The backend starts before the socket is bound: a directory that cannot be used fails
     # here, as one typed error, and "listening at" is printed only by a gateway that works.
     async with backend() as running:
-        app = create_app(running, token=token)
+        app = create_app(
+            running,
+            token=gateway.token,
+            allowed_hosts=gateway.allowed_hosts,
+            read_timeout=gateway.read_timeout,
+        )
 
         def ready(url: str) -> None:
             print(f"xai serve: listening at {url}", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from xai.agent import (
 from xai.serve._app import (
     IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
+    READ_TIMEOUT,
     Accepted,
     ErrorBody,
     ErrorType,
@@ -31,6 +32,7 @@ from xai.serve._run import check_bind, is_loopback, serve_app
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "MAX_BODY_BYTES",
+    "READ_TIMEOUT",
     "Accepted",
     "Backend",
     "DayUsage",

@@ -23,6 +23,7 @@ from typing import Annotated, Literal, TypeAlias
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -47,12 +48,14 @@ from xai.exceptions import (
 )
 from xai.logs import get_logger
 from xai.serve._backend import Backend
+from xai.serve._limits import READ_TIMEOUT, BodyLimits
 from xai.serve._security import Guard, Refused
 from xai.serve._web import page_routes
 
 __all__ = [
     "IDEMPOTENCY_HEADER",
     "MAX_BODY_BYTES",
+    "READ_TIMEOUT",
     "Accepted",
     "ErrorBody",
     "ErrorType",
@@ -65,7 +68,8 @@ __all__ = [
 _log = get_logger(__name__)
 
 MAX_BODY_BYTES = 1 << 20
-"""The largest request body accepted (413 past it)."""
+"""The largest request body accepted (413 past it: by its ``Content-Length`` before it is
+read, else as soon as the bytes read pass it; ``_limits``)."""
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 """The header of a write's idempotency key (draft-ietf-httpapi-idempotency-key-header)."""
@@ -83,6 +87,7 @@ ErrorType: TypeAlias = Literal[
     "session_closed",
     "events_expired",
     "too_large",
+    "request_timeout",
     "internal",
     "unavailable",
 ]
@@ -204,9 +209,7 @@ def _input_id(key: str) -> str:
 
 
 async def _body(request: Request, type: type[msgspec.Struct]) -> msgspec.Struct:
-    data = await request.body()
-    if len(data) > MAX_BODY_BYTES:
-        raise _error(413, "too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+    data = await request.body()  # at most MAX_BODY_BYTES: ``BodyLimits`` refuses more (413)
     return msgspec.json.decode(data or b"{}", type=type)
 
 
@@ -223,6 +226,7 @@ def create_app(
     *,
     token: str | None = None,
     allowed_hosts: Iterable[str] | None = None,
+    read_timeout: float = READ_TIMEOUT,
 ) -> Starlette:
     """The ASGI app over ``backend`` (a ``Backend``, or a factory of an async context
     manager that gives one: entered for the app's lifespan).
@@ -241,7 +245,13 @@ def create_app(
     answers for: without a token the loopback names, the address ``serve_app`` binds, and
     ``allowed_hosts`` (the names an application serves it under); with a token any, unless
     ``allowed_hosts`` is given. A write from a page of another host is refused (403). The
-    web page and its routes: ``_web``."""
+    web page and its routes: ``_web``.
+
+    A body over ``MAX_BODY_BYTES`` is refused (413) before it is held, and one that does not
+    arrive within ``read_timeout`` seconds of its first read gets 408 (``_limits``); a request
+    head gets as long from ``serve_app``, which reads ``app.state.read_timeout``."""
+    if not read_timeout > 0:
+        raise UsageError(f"read_timeout: more than 0 seconds, got {read_timeout}")
     state: dict[str, Backend] = {}
     if not callable(backend):
         state["backend"] = backend  # nothing to start: served with or without a lifespan
@@ -277,6 +287,8 @@ def create_app(
                 response = _json(body, status)
                 if status == 401:
                     response.headers["WWW-Authenticate"] = "Bearer"
+                if status == 408:  # the client stalled mid-body: the connection is done
+                    response.headers["Connection"] = "close"
                 return response
 
         return guarded
@@ -375,8 +387,10 @@ def create_app(
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: unrouted},
+        middleware=[Middleware(BodyLimits, max_bytes=MAX_BODY_BYTES, timeout=read_timeout)],
     )
     app.state.token = token
+    app.state.read_timeout = read_timeout
     app.state.guard = guard
     app.state.lifespan = lifespan
     return app

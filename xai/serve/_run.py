@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 
 from xai._http import serve_on_socket
 from xai.exceptions import UsageError
+from xai.serve._limits import READ_TIMEOUT
 
 __all__ = ["GRACE_SECONDS", "check_bind", "is_loopback", "serve_app"]
 
@@ -45,9 +46,18 @@ async def serve_app(
 ) -> None:
     """Serve ``app`` at ``http://host:port`` until ``stop`` is set or the caller is
     cancelled; ``ready`` gets the URL once the socket listens (port 0: a free one).
-    Beyond loopback the app must have a token (``create_app(..., token=...)``)."""
+    Beyond loopback the app must have a token (``create_app(..., token=...)``). A
+    connection gets the app's ``read_timeout`` (``create_app``) for each request head."""
     check_bind(host, getattr(app.state, "token", None))
     guard = getattr(app.state, "guard", None)
     if guard is not None:
         guard.allow(host)  # the address it was started for (a wildcard adds none)
-    await serve_on_socket(app, host, port, ready=ready, stop=stop, grace_seconds=GRACE_SECONDS)
+    await serve_on_socket(
+        app,
+        host,
+        port,
+        ready=ready,
+        stop=stop,
+        grace_seconds=GRACE_SECONDS,
+        head_timeout=getattr(app.state, "read_timeout", READ_TIMEOUT),
+    )

@@ -38,12 +38,14 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 COOKIE = "xai_token"
 CSRF_HEADER = "x-xai-csrf"
 
-RefusalType: TypeAlias = Literal["bad_request", "unauthorized", "forbidden", "not_found"]
+RefusalType: TypeAlias = Literal[
+    "bad_request", "unauthorized", "forbidden", "not_found", "too_large", "request_timeout"
+]
 
 
 class Refused(Exception):
     """A request turned away with ``status`` and an error ``type`` (the guard's 401 and
-    403; the page's routes' 400 and 404)."""
+    403; the page's routes' 400 and 404; the body limits' 413 and 408)."""
 
     def __init__(self, status: int, type: RefusalType, message: str) -> None:
         super().__init__(message)
@@ -60,7 +62,8 @@ class Guard:
 
     def __init__(self, token: str | None, allowed_hosts: Iterable[str] | None = None) -> None:
         self.token = token
-        self.hosts: set[str] | None = set(LOOPBACK_HOSTS) | {_name(h) for h in allowed_hosts or ()}
+        given = {_name(_host_of(h)) for h in allowed_hosts or ()}  # ("name:port": the name)
+        self.hosts: set[str] | None = set(LOOPBACK_HOSTS) | given
         """The host names requests may name (``None``: any, with a token and no list)."""
         if token is not None and allowed_hosts is None:
             self.hosts = None

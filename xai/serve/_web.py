@@ -75,7 +75,7 @@ def _json(value: object, status: int = 200) -> Response:
 async def _decode(request: Request, type: type[T]) -> T:
     data = await request.body()
     if len(data) > _MAX_BODY:
-        raise Refused(400, "bad_request", f"the body is larger than {_MAX_BODY} bytes")
+        raise Refused(413, "too_large", f"the body is larger than {_MAX_BODY} bytes")
     return msgspec.json.decode(data or b"{}", type=type)
 
 
