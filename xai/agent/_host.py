@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -39,6 +40,7 @@ from xai.events import SessionEvent
 from xai.exceptions import (
     AgentBusyError,
     ConfigurationError,
+    DiskFullError,
     IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
@@ -57,6 +59,8 @@ T = TypeVar("T")
 _log = get_logger(__name__)
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+_ROOM = 1 << 20
+"""Free bytes a full disk must have again before a Session it stopped is resumed."""
 INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
@@ -355,7 +359,11 @@ class AgentHost:
         before a restart) is not queued again, its id is returned
         (``IdempotencyKeyReusedError`` if it had another text)."""
         async with self._use(agent_id) as agent:
-            session = self._session(agent, session_id)
+            try:
+                session = self._session(agent, session_id)
+            except DiskFullError:
+                agent = await self._revive(agent_id, agent)
+                session = self._session(agent, session_id)
             self.streams.of(agent_id, session)  # from before the turn: nothing is missed
             sent = self._inputs.setdefault((agent_id, session.id), {})
             if input_id is not None:
@@ -402,6 +410,25 @@ class AgentHost:
         await stream.ready()  # (its log read)
         stream.check(after)  # refused before the first event, not in the middle
         return stream.since(after)
+
+    async def _revive(self, agent_id: str, agent: Agent) -> Agent:
+        """A Session of ``agent`` stopped on a full disk (``DiskFullError``, raised on): once
+        its disk has room again, suspend the Agent and start it again from its directory,
+        which resumes that Session from its journal (nothing acknowledged is lost)."""
+        try:
+            free = await anyio.to_thread.run_sync(shutil.disk_usage, agent.directory)
+        except OSError:
+            raise DiskFullError(str(agent.directory)) from None
+        if free.free < _ROOM:
+            raise DiskFullError(str(agent.directory))
+        assert self._lock is not None
+        async with self._lock:
+            if self._agents.get(agent_id) is agent and not await self._suspend(
+                agent_id, agent, "disk_full"
+            ):
+                raise DiskFullError(str(agent.directory))  # busy: a later call tries again
+        _log.info("host.agent_revived", agent_id=agent_id, free_bytes=free.free)
+        return await self.agent(agent_id)
 
     def _session(self, agent: Agent, session_id: str) -> Session:
         """The open Session; ``SessionNotFoundError`` if it never existed."""
