@@ -35,6 +35,7 @@ from xai.agent._host_dispatch import Dispatcher
 from xai.agent._host_streams import HostStreams
 from xai.agent._host_views import SessionInfo, session_info
 from xai.agent._host_wakeups import HostWakeups
+from xai.agent._resume import QUARANTINE_SUFFIX
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import SessionEvent
 from xai.exceptions import (
@@ -44,12 +45,13 @@ from xai.exceptions import (
     IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
+    StateFileError,
 )
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
-from xai.session import Session
+from xai.session import JOURNAL_FILE, Session
 from xai.tools import Tool
 
 __all__ = ["AgentHost"]
@@ -443,6 +445,17 @@ class AgentHost:
                 raise SessionNotFoundError(
                     f"agent {agent.id} has no session {session_id!r}"
                 ) from None
+            folder = agent.directory / "sessions" / session_id
+            if not (folder / JOURNAL_FILE).exists():
+                set_aside = sorted(folder.glob(JOURNAL_FILE + QUARANTINE_SUFFIX + "*"))
+                if set_aside:  # its journal was damaged: say so, not "closed"
+                    raise StateFileError(
+                        f"session {session_id}'s journal was damaged and set aside as "
+                        f"{set_aside[-1]}",
+                        path=str(set_aside[-1]),
+                        advice="its memory candidates were recovered; read the file for the "
+                        "rest, or open a new Session",
+                    ) from None
             raise
 
     async def send(
