@@ -295,7 +295,7 @@ class AdjudicationStopped(RunError):
     Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
-DOCTOR_ADVICE = "check the Agent directory with `xai doctor DIR` (`--repair` to fix it)"
+_DOCTOR_ADVICE = "check the Agent directory with `xai doctor DIR` (`--repair` to fix it)"
 """What to do about a damaged state file, unless the error knows better."""
 
 
@@ -305,7 +305,7 @@ class StateFileError(RunError):
     that cannot be read. ``advice`` says what to do (usually ``xai doctor``). The Agent
     refuses the operation rather than guess; other Agents are not affected."""
 
-    def __init__(self, message: str, *, path: str, advice: str = DOCTOR_ADVICE) -> None:
+    def __init__(self, message: str, *, path: str, advice: str = _DOCTOR_ADVICE) -> None:
         super().__init__(f"{message}: {advice}")
         self.path = path
         self.advice = advice
@@ -318,7 +318,7 @@ class JournalError(StateFileError):
     ``path`` and ``line`` (1-based) say where.
     """
 
-    def __init__(self, message: str, *, path: str, line: int, advice: str = DOCTOR_ADVICE) -> None:
+    def __init__(self, message: str, *, path: str, line: int, advice: str = _DOCTOR_ADVICE) -> None:
         super().__init__(f"{path}:{line}: {message}", path=path, advice=advice)
         self.line = line
 
