@@ -111,3 +111,22 @@ async def test_a_deleted_ledger_is_said_in_the_log_not_shown_as_no_facts(
             facts = await client.get("/agents/ada/facts")
     missing = [e for e in logs if e["event"] == "memory.ledger_missing"]
     assert missing and missing[0]["path"] == str(ledger), facts.text
+
+
+async def test_a_damaged_shared_index_names_its_file_and_is_rebuilt_once_set_aside(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    await lived(tmp_path, provider)
+    store = tmp_path / ".index"  # the host's one store, shared by its Agents
+    (store / "chroma.sqlite3").write_bytes(b"this is not a database " * 200)
+    async with gateway(tmp_path, provider) as (client, _):
+        opened = await client.post("/agents/ada/sessions", json={"purpose": "basil"})
+        assert opened.status_code == 503, opened.text
+        body = opened.json()
+        assert body["type"] == "damaged_state"
+        assert str(store / "chroma.sqlite3") in body["message"] and "aside" in body["message"]
+    store.rename(tmp_path / "index-damaged")  # what the message says to do
+    async with gateway(tmp_path, provider) as (client, _):
+        assert await open_session(client, "ada")
+        facts = await client.get("/agents/ada/facts")
+        assert facts.status_code == 200 and facts.json(), facts.text
