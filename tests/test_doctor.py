@@ -94,6 +94,19 @@ async def test_damage_before_the_last_line_is_reported_and_never_guessed_at(
     }
 
 
+def test_a_missing_decision_is_reported_beside_a_torn_tail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "memory" / "ledger.jsonl"
+    ledger.parent.mkdir()
+    ledger.write_bytes(b'{"seq":1}\n{"seq":3}\n{"se')
+    code, out = doctor(tmp_path, capsys)
+    assert code == 1, out
+    assert "decision 2 is missing" in out and "backup" in out and "torn last line" in out
+    code, out = doctor(tmp_path, capsys, "--repair")
+    assert code == 1 and "fixed" in out and "decision 2 is missing" in out, out
+
+
 async def test_a_lock_that_is_a_directory_and_a_damaged_journal_are_repaired(
     tmp_path: Path,
     scripted: OpenAIWireServer,

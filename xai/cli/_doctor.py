@@ -45,6 +45,8 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     severity: Severity
     what: str
     action: str = ""
+    advice: str = ""
+    """What to do by hand (a repair cannot)."""
     fixed: bool = False
 
     @property
@@ -88,11 +90,12 @@ def _line(finding: Finding, *, repair: bool) -> str:
     if finding.fixed:
         return f"fixed    {finding.file}: {finding.what} -> {finding.action}"
     label = "note    " if finding.severity == "note" else "problem "
+    text = f"{label} {finding.file}: {finding.what}"
     if finding.action and not repair:
-        return f"{label} {finding.file}: {finding.what} (--repair would: {finding.action})"
-    return f"{label} {finding.file}: {finding.what}" + (
-        f" ({finding.action})" if finding.action else ""
-    )
+        text += f" (--repair would: {finding.action})"
+    if finding.advice:
+        text += f": {finding.advice}"
+    return text
 
 
 def check(directory: Path, *, repair: bool = False) -> list[Finding]:
@@ -105,7 +108,7 @@ def check(directory: Path, *, repair: bool = False) -> list[Finding]:
     with _held(directory, repair):
         findings.append(_identity(directory))
         memory = directory / "memory"
-        findings.append(_ledger(memory / "ledger.jsonl", memory / "episodes.jsonl", repair))
+        findings.extend(_ledger(memory / "ledger.jsonl", memory / "episodes.jsonl", repair))
         findings.append(_lines(memory / "episodes.jsonl", "episodes", repair))
         findings.extend(_journals(directory / "sessions", repair))
         findings.append(_index(memory, repair))
@@ -125,6 +128,7 @@ def _lock(directory: Path, repair: bool) -> Finding:
             severity="problem",
             what="a directory stands where the lock file should be",
             action="remove the empty directory" if empty else "",
+            advice="" if empty else "it is not empty: look inside, then remove it",
         )
         if repair and empty:
             path.rmdir()
@@ -191,7 +195,7 @@ def _identity(directory: Path) -> Finding:
             file="agent.json",
             severity="problem",
             what=f"damaged ({exc})",
-            action="restore it from a backup (it names the Agent's id)",
+            advice="restore it from a backup (it names the Agent's id)",
         )
     return Finding(file="agent.json", severity="ok", what=f"agent {info.agent_id}")
 
@@ -227,7 +231,7 @@ def _lines(path: Path, what: str, repair: bool) -> Finding | None:
             file=name,
             severity="problem",
             what=f"damaged at line {exc.line}",
-            action="restore it from a backup (a repair does not guess what the line said)",
+            advice="restore it from a backup (a repair does not guess what the line said)",
         )
     if not torn:
         return Finding(file=name, severity="ok", what=f"{records} record(s)")
@@ -247,34 +251,34 @@ class _Seq(msgspec.Struct):
     seq: int
 
 
-def _ledger(path: Path, episodes: Path, repair: bool) -> Finding | None:
+def _ledger(path: Path, episodes: Path, repair: bool) -> Iterator[Finding]:
     if not path.exists():
         if episodes.exists() and episodes.stat().st_size:
-            return Finding(
+            yield Finding(
                 file="memory/ledger.jsonl",
                 severity="note",
                 what="missing though episodes were recorded: if it was deleted, restore it "
                 "from a backup (every fact is in it)",
             )
-        return None
+        return
     finding = _lines(path, "ledger", repair)
-    if finding is None or finding.remains:
-        return finding
-    try:
-        numbers = read_jsonl(path, msgspec.json.Decoder(_Seq).decode, repair=False, what="ledger")
-    except JournalError as exc:
-        return Finding(
-            file="memory/ledger.jsonl", severity="problem", what=f"damaged at line {exc.line}"
-        )
+    if finding is None:
+        return
+    if finding.remains and not finding.action:
+        yield finding  # damaged: its numbering cannot be read past the damage
+        return
+    decode = msgspec.json.Decoder(_Seq).decode
+    numbers = read_jsonl(path, decode, repair=False, what="ledger")  # (whole lines: read)
     for line, number in enumerate(numbers, start=1):
         if number.seq != line:
-            return Finding(
+            yield Finding(
                 file="memory/ledger.jsonl",
                 severity="problem",
-                what=f"decision {line} is missing (line {line} holds {number.seq})",
-                action="restore it from a backup",
+                what=f"decision {line} is missing (line {line} holds decision {number.seq})",
+                advice="restore it from a backup",
             )
-    return finding
+            break
+    yield finding
 
 
 def _journals(sessions: Path, repair: bool) -> Iterator[Finding]:
