@@ -294,7 +294,9 @@ class Parts:
         current, turns.current = turns.current, None
         if current is not None:
             input_id = current.input.id if current.input else None
-            current.resolve(TurnOutcome(turn=turns.count, status=TurnStatus.ERROR, input_id=input_id))
+            current.resolve(
+                TurnOutcome(turn=turns.count, status=TurnStatus.ERROR, input_id=input_id)
+            )
         if self.lifecycle.state is SessionState.RUNNING:
             self.lifecycle.transition(SessionState.SUSPENDING)
 
