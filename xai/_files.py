@@ -6,32 +6,64 @@ artifacts all rely on the same two guarantees, kept here once.
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
-from xai.exceptions import JournalError
+from xai.exceptions import DiskFullError, JournalError
 from xai.logs import get_logger
 
-__all__ = ["read_jsonl", "write_atomic"]
+__all__ = ["is_disk_full", "read_jsonl", "space_checked", "write_atomic"]
 
 _log = get_logger(__name__)
 
 T = TypeVar("T")
 
 
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """``exc`` says the disk (or the user's quota on it) is full."""
+    return isinstance(exc, OSError) and exc.errno in _NO_SPACE
+
+
+@contextmanager
+def space_checked(path: Path | str) -> Iterator[None]:
+    """Raise a full disk (``ENOSPC``/``EDQUOT``) met inside as ``DiskFullError(path)``:
+    one typed error the callers (a Session, the memory, the gateway's 507) can tell from a
+    bug. Other ``OSError``s pass unchanged."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            _log.error("disk.full", path=str(path), error=exc.strerror)
+            raise DiskFullError(str(path), errno=exc.errno) from exc
+        raise
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write so that a kill leaves the old file or the new one, never half of one."""
+    """Write so that a kill leaves the old file or the new one, never half of one. A full
+    disk is a ``DiskFullError`` and leaves the old file (the temporary one is removed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with space_checked(path):
+        try:
+            with tmp.open("wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, path)
 
 
 def read_jsonl(path: Path, decode: Callable[[bytes], T], *, repair: bool, what: str) -> list[T]:

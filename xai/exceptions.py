@@ -29,8 +29,10 @@ retry may help.
         ├── ToolError               raised by a tool to send the model a clean error
         ├── MCPServerError          an MCP server (a tool source) failed to start (server)
         ├── AdjudicationStopped     the Agent stopped deciding memory candidates (they wait)
-        ├── JournalError            a journal or the memory ledger cannot be read (path, line)
-        │   └── LedgerGapError      the memory ledger misses decisions (path, line, missing)
+        ├── StateFileError          a file of an Agent's state is damaged or unusable (path, advice)
+        │   └── JournalError        a journal or the memory ledger cannot be read (path, line)
+        │       └── LedgerGapError  the memory ledger misses decisions (path, line, missing)
+        ├── DiskFullError           no space left on the disk a write needed (path)  retryable
         ├── MemoryUnavailableError  the memory's index store (a Chroma server) is unreachable  retryable
         └── ProviderError           the model provider failed (status_code, retryable)
             ├── AuthenticationError       401 / 403
@@ -49,6 +51,8 @@ Messages never contain secrets: provider errors pass their text through
 
 from __future__ import annotations
 
+from errno import ENOSPC as _ENOSPC
+
 __all__ = [
     "AdjudicationStopped",
     "AgentBusyError",
@@ -59,6 +63,7 @@ __all__ = [
     "BadRequestError",
     "ConfigurationError",
     "ContextTooLongError",
+    "DiskFullError",
     "EventsExpiredError",
     "FactNotFoundError",
     "IdempotencyKeyReusedError",
@@ -81,6 +86,7 @@ __all__ = [
     "ServerError",
     "SessionClosedError",
     "SessionNotFoundError",
+    "StateFileError",
     "StreamError",
     "ToolDefinitionError",
     "ToolError",
@@ -289,17 +295,50 @@ class AdjudicationStopped(RunError):
     Session then records itself ``closing``; the candidates are decided on the next start."""
 
 
-class JournalError(RunError):
-    """An append-only file (a Session journal, the memory ledger) is corrupt where it cannot
-    be a torn last write.
+_DOCTOR_ADVICE = "check the Agent directory with `xai doctor DIR` (`--repair` to fix it)"
+"""What to do about a damaged state file, unless the error knows better."""
+
+
+class StateFileError(RunError):
+    """A file of an Agent's durable state (``path``) is damaged or unusable: a ledger or
+    episodes line that is not JSON, an ``agent.lock`` that is a directory, a memory index
+    that cannot be read. ``advice`` says what to do (usually ``xai doctor``). The Agent
+    refuses the operation rather than guess; other Agents are not affected."""
+
+    def __init__(self, message: str, *, path: str, advice: str = _DOCTOR_ADVICE) -> None:
+        super().__init__(f"{message}: {advice}")
+        self.path = path
+        self.advice = advice
+
+
+class JournalError(StateFileError):
+    """An append-only file (a Session journal, the memory ledger, the episodes) is corrupt
+    where it cannot be a torn last write.
 
     ``path`` and ``line`` (1-based) say where.
     """
 
-    def __init__(self, message: str, *, path: str, line: int) -> None:
-        super().__init__(f"{path}:{line}: {message}")
-        self.path = path
+    def __init__(self, message: str, *, path: str, line: int, advice: str = _DOCTOR_ADVICE) -> None:
+        super().__init__(f"{path}:{line}: {message}", path=path, advice=advice)
         self.line = line
+
+
+class DiskFullError(RunError, OSError):
+    """A write found no space left (``ENOSPC``, or a quota: ``EDQUOT``) on the disk that
+    holds ``path``. Only that write fails: what was acknowledged before is on disk, the
+    write is cut back off its file, and the operation can be retried once space is freed
+    (HTTP 507). Also an ``OSError`` (its ``errno`` kept), so code that already treats a
+    failed write as a failed write goes on doing so."""
+
+    retryable = True
+
+    def __init__(self, path: str, *, errno: int | None = None) -> None:
+        super().__init__(
+            f"no space left on the disk of {path}: free space there, then retry "
+            "(nothing acknowledged before is lost)"
+        )
+        self.path = path
+        self.errno = errno if errno is not None else _ENOSPC
 
 
 class LedgerGapError(JournalError):
@@ -312,7 +351,10 @@ class LedgerGapError(JournalError):
         span = f"{missing}" if found == missing + 1 else f"{missing}-{found - 1}"
         what = f"decision(s) {span} are missing" if found > missing else "out of order"
         super().__init__(
-            f"{what}: expected decision {missing}, found {found}", path=path, line=line
+            f"{what}: expected decision {missing}, found {found}",
+            path=path,
+            line=line,
+            advice="restore the ledger from a backup (`xai doctor DIR` shows what it holds)",
         )
         self.missing = missing
         self.found = found

@@ -24,6 +24,7 @@ A torn or unreadable tail (a kill mid-write, a crash) is cut off.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -34,6 +35,7 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
+from xai._files import space_checked
 from xai.events import SessionEvent, SessionEventBody, TurnDone, TurnStarted
 from xai.logs import get_logger
 
@@ -221,10 +223,19 @@ class EventLog:
         return self._fd
 
     def _write(self, data: bytes) -> None:
+        """One append; a failed one (a full disk) is cut back off, so the next starts on a
+        clean line (``DiskFullError`` for a full disk)."""
         fd = self._open()
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        start = os.lseek(fd, 0, os.SEEK_END)
+        with space_checked(self.path):
+            try:
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
 
     def append(self, events: Sequence[SessionEvent]) -> None:
         """Append ``events`` in one write. Blocking, but no fsync: page-cache fast."""

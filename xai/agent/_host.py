@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -35,20 +36,23 @@ from xai.agent._host_streams import HostStreams
 from xai.agent._host_views import SessionInfo, session_info
 from xai.agent._host_wakeups import HostWakeups
 from xai.agent._ids import check_id, is_id
+from xai.agent._resume import QUARANTINE_SUFFIX
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import SessionEvent
 from xai.exceptions import (
     AgentBusyError,
     ConfigurationError,
+    DiskFullError,
     IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
+    StateFileError,
 )
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
-from xai.session import Session
+from xai.session import JOURNAL_FILE, Session
 from xai.tools import Tool
 
 __all__ = ["AgentHost"]
@@ -57,6 +61,8 @@ T = TypeVar("T")
 
 _log = get_logger(__name__)
 
+_ROOM = 1 << 20
+"""Free bytes a full disk must have again before a Session it stopped is resumed."""
 INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
@@ -350,7 +356,11 @@ class AgentHost:
         before a restart) is not queued again, its id is returned
         (``IdempotencyKeyReusedError`` if it had another text)."""
         async with self._use(agent_id) as agent:
-            session = self._session(agent, session_id)
+            try:
+                session = self._session(agent, session_id)
+            except DiskFullError:
+                agent = await self._revive(agent_id, agent)
+                session = self._session(agent, session_id)
             self.streams.of(agent_id, session)  # from before the turn: nothing is missed
             sent = self._inputs.setdefault((agent_id, session.id), {})
             if input_id is not None:
@@ -398,6 +408,25 @@ class AgentHost:
         stream.check(after)  # refused before the first event, not in the middle
         return stream.since(after)
 
+    async def _revive(self, agent_id: str, agent: Agent) -> Agent:
+        """A Session of ``agent`` stopped on a full disk (``DiskFullError``, raised on): once
+        its disk has room again, suspend the Agent and start it again from its directory,
+        which resumes that Session from its journal (nothing acknowledged is lost)."""
+        try:
+            free = await anyio.to_thread.run_sync(shutil.disk_usage, agent.directory)
+        except OSError:
+            raise DiskFullError(str(agent.directory)) from None
+        if free.free < _ROOM:
+            raise DiskFullError(str(agent.directory))
+        assert self._lock is not None
+        async with self._lock:
+            if self._agents.get(agent_id) is agent and not await self._suspend(
+                agent_id, agent, "disk_full"
+            ):
+                raise DiskFullError(str(agent.directory))  # busy: a later call tries again
+        _log.info("host.agent_revived", agent_id=agent_id, free_bytes=free.free)
+        return await self.agent(agent_id)
+
     def _session(self, agent: Agent, session_id: str) -> Session:
         """The open Session; ``SessionNotFoundError`` if it never existed."""
         try:
@@ -411,6 +440,17 @@ class AgentHost:
                 raise SessionNotFoundError(
                     f"agent {agent.id} has no session {session_id!r}"
                 ) from None
+            folder = agent.directory / "sessions" / session_id
+            if not (folder / JOURNAL_FILE).exists():
+                set_aside = sorted(folder.glob(JOURNAL_FILE + QUARANTINE_SUFFIX + "*"))
+                if set_aside:  # its journal was damaged: say so, not "closed"
+                    raise StateFileError(
+                        f"session {session_id}'s journal was damaged and set aside as "
+                        f"{set_aside[-1]}",
+                        path=str(set_aside[-1]),
+                        advice="its memory candidates were recovered; read the file for the "
+                        "rest, or open a new Session",
+                    ) from None
             raise
 
     async def send(

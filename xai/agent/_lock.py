@@ -13,7 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from xai.exceptions import AgentLockedError
+from xai.exceptions import AgentLockedError, StateFileError
 
 __all__ = ["LOCK_FILE", "DirectoryLock"]
 
@@ -38,7 +38,16 @@ class DirectoryLock:
         if self._fd is not None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        path = self.directory / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except (IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            raise StateFileError(
+                f"{path} cannot be the Agent's lock file ({exc.strerror})",
+                path=str(path),
+                advice="remove it or make it a writable file (`xai doctor DIR --repair` "
+                "removes an empty directory in its place)",
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -28,9 +28,10 @@ from xai.events import (
     SessionClosed,
     SessionEnded,
     SessionEvent,
+    SessionFailed,
     SessionOpened,
 )
-from xai.exceptions import AgentNotRunningError, SessionClosedError
+from xai.exceptions import AgentNotRunningError, DiskFullError, SessionClosedError
 from xai.logs import bind_ids
 from xai.messages import CloseReason, new_id
 from xai.providers import Provider
@@ -80,6 +81,9 @@ class SessionSet:
         self._adjudication = adjudication
         self._changed = changed  # (open Sessions, opened by the user): the scheduler's idle
         self._open: dict[str, Session] = {}
+        self._stalled: set[str] = set()
+        """Sessions stopped by a full disk: not recorded closed, resumed from their journals
+        when the Agent next starts (``AgentHost`` restarts it once there is room)."""
         self._group: anyio.abc.TaskGroup | None = None
         self.live: Callable[[], bool] = lambda: False
         """Whether Sessions may open (the Agent runs and was not told to stop)."""
@@ -100,6 +104,8 @@ class SessionSet:
         return self._open.get(session_id)
 
     def open_one(self, session_id: str) -> Session:
+        if session_id in self._stalled:  # (still closing, or gone)
+            raise DiskFullError(str(self.root / session_id))
         session = self._open.get(session_id)
         if session is None:
             raise SessionClosedError(f"agent {self.agent_id} has no open session {session_id!r}")
@@ -196,6 +202,11 @@ class SessionSet:
         def forward(event: SessionEvent) -> None:
             body = event.event
             self._publish(session.id, body)
+            if _stopped_by_a_full_disk(body):
+                # It stopped, not closed (a full disk): the Agent no longer runs it.
+                self._stalled.add(session.id)
+                if self._open.pop(session.id, None) is not None:
+                    self._changed(len(self._open), False)
             if isinstance(body, CandidatesProposed):
                 self._adjudication.offer(Job(session.id, body.candidates, session, None))
             elif isinstance(body, SessionClosed):
@@ -240,3 +251,10 @@ class SessionSet:
                     closed.append(session)
                     group.start_soon(session.close, "owner_shutdown")
         return closed
+
+
+def _stopped_by_a_full_disk(body: object) -> bool:
+    """The Session stopped, not closed, because its disk is full (``DiskFullError``)."""
+    return (
+        isinstance(body, SessionFailed) and body.fatal and body.error.type == DiskFullError.__name__
+    )

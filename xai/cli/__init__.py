@@ -150,10 +150,12 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             runner.add_argument("--resume", action="store_true", help="continue a crashed run")
         runner.add_argument("--fixture", help="fixture folder (replay, no model)")
+    from xai.cli._doctor import add_doctor_parser
     from xai.cli._eval import add_eval_parser
     from xai.cli._mcp import add_mcp_parser
     from xai.cli._serve import add_serve_parser
 
+    add_doctor_parser(sub, common)
     add_eval_parser(sub, common)
     add_mcp_parser(sub, common)
     add_serve_parser(sub, common)
@@ -212,6 +214,10 @@ def _run(args: argparse.Namespace) -> int:
         from xai.cli._rag import ask_command, ingest_command
 
         return ingest_command(args) if args.command == "ingest" else ask_command(args)
+    if args.command == "doctor":
+        from xai.cli._doctor import doctor_command
+
+        return doctor_command(args)
     if args.command == "eval":
         from xai.cli._eval import eval_command
 

@@ -7,6 +7,7 @@ never changed by adjudication; facts point at them by id.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Iterator, Sequence
@@ -15,7 +16,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai._files import read_jsonl
+from xai._files import read_jsonl, space_checked
 from xai.messages import Episode
 
 __all__ = ["EPISODES_FILE", "EpisodeStore"]
@@ -103,10 +104,19 @@ class EpisodeStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        if self._sync:
-            os.fsync(self._fd)
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        with space_checked(self.path):
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                if self._sync:
+                    os.fsync(self._fd)
+            except OSError:
+                # A full disk: the batch is cut back off (not recorded: the caller keeps
+                # it), so the file stays whole lines and the next append starts clean.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)
+                raise
 
     async def prune(self, *, before: float | None = None, keep: int | None = None) -> list[Episode]:
         """Delete the episodes said before ``before`` and, beyond the newest ``keep``, the
@@ -140,11 +150,16 @@ class EpisodeStore:
             os.close(self._fd)
             self._fd = None
         temporary = self.path.with_name(self.path.name + ".tmp")
-        with open(temporary, "wb") as out:
-            out.write(data)
-            out.flush()
-            if self._sync:
-                os.fsync(out.fileno())
+        with space_checked(self.path):
+            try:
+                with open(temporary, "wb") as out:
+                    out.write(data)
+                    out.flush()
+                    if self._sync:
+                        os.fsync(out.fileno())
+            except OSError:
+                temporary.unlink(missing_ok=True)  # the old file stays as it was
+                raise
         os.replace(temporary, self.path)
         if self._sync and hasattr(os, "O_DIRECTORY"):
             directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from xai.exceptions import ConfigurationError
+from xai.exceptions import ConfigurationError, StateFileError
 from xai.logs import get_logger
 from xai.memory._chroma import chromadb_module
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
@@ -289,8 +289,17 @@ def open_index(
         raise
     except Exception as exc:  # chromadb's own errors, sqlite's, a panic in its bindings
         path = store.path
-        if path is None or not own:  # a server, or a store shared by many memories
+        if path is None:  # a server: its own errors
             raise
+        if not own:  # shared by many memories: not this one's to set aside
+            _forget_store(path)  # (half-built: a store made after it is set aside is fresh)
+            raise StateFileError(
+                f"the memory index store {path / 'chroma.sqlite3'} cannot be read "
+                f"({type(exc).__name__}: {exc})",
+                path=str(path / "chroma.sqlite3"),
+                advice="stop the process, move that directory aside and start again: "
+                "every Agent's index is rebuilt from its ledger",
+            ) from exc
         store.close()
         _forget_store(path)
         aside = path.with_name(f"{path.name}.corrupt")

@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from xai._files import read_jsonl
+from xai._files import read_jsonl, space_checked
 from xai.exceptions import JournalError, LedgerGapError, NotOpenError
 from xai.logs import get_logger
 from xai.memory._types import Decision, Fact, FactStatus, Tier
@@ -258,15 +258,16 @@ class Ledger:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         data = memoryview(_encode(_line(decision, known)) + b"\n")
         start = os.lseek(self._fd, 0, os.SEEK_END)
-        try:
-            while data:
-                data = data[os.write(self._fd, data) :]
-        except OSError:
+        with space_checked(self.path):
             try:
-                os.ftruncate(self._fd, start)
+                while data:
+                    data = data[os.write(self._fd, data) :]
             except OSError:
-                _log.exception("ledger.truncate_failed", path=str(self.path))
-            raise
+                try:
+                    os.ftruncate(self._fd, start)
+                except OSError:
+                    _log.exception("ledger.truncate_failed", path=str(self.path))
+                raise
         self._dirty = True
         if sync:
             await self.flush()
@@ -275,7 +276,8 @@ class Ledger:
         """fsync what was appended (when the ledger syncs at all)."""
         if self._fd is not None and self.sync and self._dirty:
             self._dirty = False
-            await anyio.to_thread.run_sync(os.fsync, self._fd)
+            with space_checked(self.path):
+                await anyio.to_thread.run_sync(os.fsync, self._fd)
 
     def close(self) -> None:
         self._closed = True

@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.exceptions import ConfigurationError, NotOpenError
+from xai.exceptions import ConfigurationError, NotOpenError, StateFileError
 from xai.logs import get_logger
 from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
@@ -129,6 +129,13 @@ class LongTermMemory:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._order = None
         self._episodes = await EpisodeStore.open(self.directory / EPISODES_FILE, sync=self._sync)
+        if len(self._episodes) and not self.fact_store.path.exists():
+            _log.warning(  # the facts decided from them would be gone: say so
+                "memory.ledger_missing",
+                path=str(self.fact_store.path),
+                episodes=len(self._episodes),
+                advice="if it was deleted, restore it from a backup (`xai doctor DIR`)",
+            )
         await anyio.to_thread.run_sync(self._check_embedder)
         await self.fact_store.open()
         self._opening = anyio.Lock()
@@ -155,6 +162,14 @@ class LongTermMemory:
                 episode_index = await anyio.to_thread.run_sync(
                     EpisodeIndex.open, store, episodes, self.embedder
                 )
+                if indexed and not self.fact_store.path.exists():
+                    raise StateFileError(
+                        f"{self.fact_store.path} is missing while the index holds "
+                        f"{len(indexed)} facts",
+                        path=str(self.fact_store.path),
+                        advice="restore it from a backup; `xai doctor DIR --repair` empties "
+                        "the index to start the memory over",
+                    )
                 self.fact_store.index = index
                 await self._reconcile(indexed)
                 await self._prune_episodes()

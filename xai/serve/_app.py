@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from xai._files import is_disk_full
 from xai.agent import (
     CloseSession,
     GetFacts,
@@ -40,10 +41,12 @@ from xai.agent import (
 from xai.events import SessionEvent
 from xai.exceptions import (
     AgentNotFoundError,
+    DiskFullError,
     EventsExpiredError,
     IdempotencyKeyReusedError,
     SessionClosedError,
     SessionNotFoundError,
+    StateFileError,
     UsageError,
 )
 from xai.logs import get_logger
@@ -90,6 +93,8 @@ ErrorType: TypeAlias = Literal[
     "request_timeout",
     "internal",
     "unavailable",
+    "disk_full",
+    "damaged_state",
 ]
 
 
@@ -139,6 +144,8 @@ def _error(status: int, type: ErrorType, message: str) -> _HTTPError:
 
 
 def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]  # one failure of a task group: answered as itself
     if isinstance(exc, _HTTPError):
         return exc.status, exc.body
     if isinstance(exc, Refused):
@@ -154,6 +161,11 @@ def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
     if isinstance(exc, EventsExpiredError):
         body = ErrorBody(type="events_expired", message=str(exc), first=exc.first, last=exc.last)
         return 410, body
+    if is_disk_full(exc):  # that Agent's write failed; the process and others go on
+        path = exc.path if isinstance(exc, DiskFullError) else str(getattr(exc, "filename", ""))
+        return 507, ErrorBody(type="disk_full", message=str(DiskFullError(path)))
+    if isinstance(exc, StateFileError):  # names the file and what to do
+        return 503, ErrorBody(type="damaged_state", message=str(exc))
     if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
         return 400, ErrorBody(type="bad_request", message=f"invalid body: {exc}")
     if isinstance(exc, UsageError):

@@ -7,6 +7,7 @@ events), or suspending it (none of that: the journal stays open-ended for a reop
 from __future__ import annotations
 
 from xai.events import SessionClosed, SessionEvent, SessionFailed, SessionFinalizing, TurnDone
+from xai.exceptions import DiskFullError
 from xai.logs import get_logger
 from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus
 from xai.session import _oplog
@@ -86,10 +87,17 @@ class Ending:
                     status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
                     input_id=current.input.id if current.input else None,
                 )
-                recorder.write(TurnEndRecord(outcome=outcome))
+                try:
+                    recorder.write(TurnEndRecord(outcome=outcome))
+                except DiskFullError:  # resumed from the journal as it is: an open turn
+                    _log.exception("session.journal_failed", stage="turn_end")
                 hub.publish(TurnDone(outcome=outcome))
                 current.resolve(outcome)
-            self.inbox.drop(turns, recorder.journal)
+            try:
+                self.inbox.drop(turns, recorder.journal)
+            except DiskFullError:  # still accepted in the journal: they run when resumed
+                _log.exception("session.journal_failed", stage="drop")
+                self.inbox.drop(turns, None)
             hub.publish(SessionFinalizing(reason=reason))
             took_all = await self._run_hooks(reason, turns)
             if recorder.journal is not None:
@@ -97,7 +105,7 @@ class Ending:
                     waiting = len(self.candidates.unacknowledged())
                     recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
                     await recorder.sync()
-                except OSError as exc:
+                except OSError as exc:  # (a full disk too) not recorded closed: resumed later
                     _log.exception("session.journal_failed", stage="close")
                     hub.publish(SessionFailed(error=ErrorInfo.from_exception(exc), stage="journal"))
         finally:

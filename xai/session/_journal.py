@@ -34,6 +34,7 @@ Records written outside the Session's task (``accepted`` from ``send()``,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -44,7 +45,7 @@ from typing import assert_never
 import anyio
 import msgspec
 
-from xai._files import read_jsonl
+from xai._files import read_jsonl, space_checked
 from xai.exceptions import JournalError, NotOpenError
 from xai.logs import get_logger
 from xai.messages import (
@@ -140,9 +141,18 @@ class Journal:
             raise NotOpenError(f"journal {self.path}")
         data = memoryview(encode_record(record) + b"\n")
         size = len(data)
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        with space_checked(self.path):
+            try:
+                while data:
+                    written = os.write(self._fd, data)
+                    data = data[written:]
+            except OSError:
+                # Cut a half-written record back off (a full disk): the journal stays a
+                # clean prefix of what was said, readable and appendable once space is freed.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)
+                raise
         if self.on_append is not None:
             self.on_append(record, size)
 
@@ -160,7 +170,8 @@ class Journal:
             fd = self._fd
 
             def work() -> None:
-                os.fsync(fd)
+                with space_checked(self.path):
+                    os.fsync(fd)
                 if then is not None:
                     then()
 

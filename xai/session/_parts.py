@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from xai._files import is_disk_full
 from xai.events import SessionEvent, SessionFailed
 from xai.exceptions import SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.messages import CloseReason, ErrorInfo, Usage
+from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus, Usage
 from xai.providers import Provider
 from xai.query import Query
 from xai.session import _oplog
@@ -288,6 +289,17 @@ class Parts:
         finally:
             self.lifecycle.set_finished()
 
+    def _stop_turn(self, turns: Turns) -> None:
+        """The running turn's handle ends ``error`` (not journaled: resumed as an open turn)."""
+        current, turns.current = turns.current, None
+        if current is not None:
+            input_id = current.input.id if current.input else None
+            current.resolve(
+                TurnOutcome(turn=turns.count, status=TurnStatus.ERROR, input_id=input_id)
+            )
+        if self.lifecycle.state is SessionState.RUNNING:
+            self.lifecycle.transition(SessionState.SUSPENDING)
+
     async def _run(
         self, task_status: anyio.abc.TaskStatus[None], *, session_id: str, durable: bool
     ) -> None:
@@ -295,9 +307,9 @@ class Parts:
         end suspended)."""
         lifecycle, turns = self.lifecycle, self.turns
         with bind_ids(session_id=session_id):
+            self.recorder.open()  # a failure (a full disk) is the opener's, as itself
             async with anyio.create_task_group() as group:
                 self.task_group = group
-                self.recorder.open()
                 task_status.started()
                 restored = self.restored
                 ids = turns.session
@@ -318,10 +330,18 @@ class Parts:
                     lifecycle.close_reason = "cancelled"
                     raise
                 except Exception as exc:  # a bug or the disk: close cleanly, say why
-                    _log.exception("session.crashed")
-                    lifecycle.close_reason = "error"
                     error = ErrorInfo.from_exception(exc)
-                    self.hub.publish(SessionFailed(error=error, stage="mailbox", fatal=True))
+                    if is_disk_full(exc):
+                        # Nothing more can be journaled: stop as if suspended (the journal
+                        # is a clean prefix), to be resumed as it was once there is room.
+                        _log.error("session.stopped_disk_full", error=str(exc))
+                        self.hub.publish(SessionFailed(error=error, stage="journal", fatal=True))
+                        self._stop_turn(turns)
+                        suspended = True
+                    else:
+                        _log.exception("session.crashed")
+                        lifecycle.close_reason = "error"
+                        self.hub.publish(SessionFailed(error=error, stage="mailbox", fatal=True))
                 finally:
                     if suspended:
                         self.ending.suspended(turns.count)

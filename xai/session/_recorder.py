@@ -19,6 +19,7 @@ the turn's journaling.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,7 +92,14 @@ class Recorder:
                 header = self._header()
                 self.totals = JournalTotals.start(header, 0)
                 self.journal = self._open(self.totals)
-                self.journal.append(header)
+                try:
+                    self.journal.append(header)
+                except OSError:  # (a full disk) no empty journal left to look damaged later
+                    self.close()
+                    self.path.unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        self.path.parent.rmdir()
+                    raise
                 self._exists = True
             else:
                 if self.totals is None:  # reopened without the journal's totals: read them
