@@ -20,7 +20,8 @@ in-RAM HNSW index and a line in the in-RAM corpus), and its facts are reinforced
 ledger record each). ``--memory-part`` (on by default) measures that part alone: a child
 process does just the memory's work of the same Sessions (``record_episodes`` of the same
 episodes, ``adjudicate`` of the same candidates, on a real ``LongTermMemory`` with the
-gateway's embedder and an embedded chromadb) and reports its own RSS slope; the key
+gateway's embedder and an embedded chromadb; a full collection and ``malloc_trim`` every
+32 Sessions, as the host does) and reports its own RSS slope; the key
 ``host_slope_kib_per_session`` is the gateway's slope less that part (what the host,
 its Agent and Sessions keep per closed Session). The model's turns are chosen so that
 the memory adds few facts: a name and a habit, reinforced by every Session after the
@@ -239,8 +240,12 @@ def soak(args: argparse.Namespace) -> dict[str, object]:
 
 def memory_child(args: argparse.Namespace) -> None:
     """Do the memory's work of ``--sessions`` Sessions and print its RSS samples (JSON)."""
+    import ctypes
+    import gc
+
     import anyio
 
+    from xai.agent._give_back import EVERY
     from xai.memory import IndexStore, LongTermMemory, default_embedder
     from xai.messages import Episode, EpisodeOrigin, MemoryCandidate, new_id
 
@@ -292,6 +297,11 @@ def memory_child(args: argparse.Namespace) -> None:
                         for fact in facts[: args.turns_per_session]
                     )
                     await memory.adjudicate(candidates, session_id=session_id)
+                    if done % EVERY == 0:  # what the host does as Sessions close
+                        gc.collect()
+                        trim = ctypes.CDLL(None).malloc_trim if sys.platform == "linux" else None
+                        if trim is not None:
+                            trim(0)
                     if done % args.sample_every == 0 or done == args.sessions:
                         samples.append((done, rss_kib(pid)))
             store.close()

@@ -79,6 +79,7 @@ async def test_a_host_keeps_no_object_per_closed_session(
         assert after[SessionStream.__qualname__] == 0  # every stream let go
         assert len(host.streams) == 0
         assert host.streams.closed_kept == KEPT  # the last ones, readable from their logs
+        assert host.streams.give_back.closed == 2 + len(closed)  # each counted once
         logs = host.streams.log_path("ada", closed[-1]).parent
         assert sorted(p.stem for p in logs.glob("*.jsonl")) == sorted(closed[-KEPT:])
 
@@ -93,3 +94,4 @@ async def test_a_host_keeps_no_object_per_closed_session(
         with pytest.raises(SessionClosedError):
             await host.events("ada", closed[0])
         assert len(host.streams) == 0
+        assert host.streams.give_back.closed == 2 + len(closed)  # (a read back is not a close)

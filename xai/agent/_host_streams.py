@@ -22,6 +22,7 @@ import anyio
 
 from xai.agent._agent import Agent
 from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, sweep_logs
+from xai.agent._give_back import GiveBack
 from xai.agent._streams import SessionStream
 from xai.events import AgentEvent, SessionOpened
 from xai.logs import get_logger
@@ -48,6 +49,8 @@ class HostStreams:
         self.root = root
         self.replay_events = replay_events
         self._start_soon = start_soon
+        self.give_back = GiveBack(start_soon)
+        """What the host gives back to the system as Sessions close."""
         self._streams: dict[tuple[str, str], SessionStream] = {}
         """The streams of Sessions that have not closed (or whose last event is not written)."""
         self._closed: OrderedDict[tuple[str, str], Path | SessionStream] = OrderedDict()
@@ -109,6 +112,8 @@ class HostStreams:
             del self._streams[key]
         elif key in self._streams:
             return  # (a stream read back from the log while another runs: not the one kept)
+        if key not in self._closed:  # (not a stream read back from the log)
+            self.give_back.session_closed()
         self._closed.pop(key, None)
         self._closed[key] = stream.log_path if stream.on_disk and stream.log_path else stream
         while len(self._closed) > CLOSED_STREAMS_KEPT:
