@@ -128,7 +128,6 @@ class AgentHost:
         self.replay_events = replay_events
         self.streams = HostStreams(Path(root), replay_events, self._start_soon)
         """The event streams of the Sessions (``events``) the host keeps."""
-        self._inputs: dict[tuple[str, str], dict[str, str]] = {}  # caller-given id -> text
         self._dispatch = Dispatcher(self)
         self.root = Path(root)
         self.max_agents = max_agents
@@ -361,8 +360,9 @@ class AgentHost:
             except DiskFullError:
                 agent = await self._revive(agent_id, agent)
                 session = self._session(agent, session_id)
-            self.streams.of(agent_id, session)  # from before the turn: nothing is missed
-            sent = self._inputs.setdefault((agent_id, session.id), {})
+            # (from before the turn: nothing is missed; it keeps the inputs the host accepted
+            # while the Session is open, and goes once it has closed)
+            sent = self.streams.of(agent_id, session).accepted
             if input_id is not None:
                 known = sent.get(input_id)
                 if known is None:
@@ -389,7 +389,7 @@ class AgentHost:
         ``SessionClosedError`` (closed, and its stream no longer kept) and
         ``EventsExpiredError`` (the events after ``after`` are not kept, see
         ``SessionStream``) are raised before any event is read."""
-        stream = self.streams.get(agent_id, session_id)
+        stream = await self.streams.find(agent_id, session_id)
         if stream is None or not (stream.closed or stream.attached):
             async with self._use(agent_id) as agent:  # (a start reattaches known streams)
                 stream = self.streams.get(agent_id, session_id)

@@ -91,6 +91,7 @@ class SessionStream:
         "_loaded",
         "_loading",
         "_log",
+        "_on_closed",
         "_on_disk",
         "_pending",
         "_ready",
@@ -100,6 +101,7 @@ class SessionStream:
         "_turn",
         "_unnumbered",
         "_waiter",
+        "accepted",
         "capacity",
         "closed",
         "log_path",
@@ -116,6 +118,7 @@ class SessionStream:
         *,
         start: int | None = None,
         log: Path | None = None,
+        on_closed: Callable[[SessionStream], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.capacity = capacity
@@ -144,6 +147,14 @@ class SessionStream:
         self._journal: Path | None = None  # the Session's, as ``attach`` found it
         self._turn = TurnMark(0, True)  # the Session's turn as ``attach`` found it
         self._told: set[TurnMark] = set()  # announced from the journal: not again
+        self.accepted: dict[str, str] = {}
+        """The inputs the host accepted into the Session by a caller-given id (its text by
+        id): a repeated submit is recognised while the Session is open (the journal has
+        them after a restart)."""
+        self._on_closed = on_closed
+        """Called once, when the Session's last event is written (its log sealed): the
+        host then keeps the log, not this object (a long run keeps nothing per closed
+        Session in memory)."""
 
     @classmethod
     async def of_closed(cls, session_id: str, log: Path, capacity: int) -> SessionStream:
@@ -165,6 +176,11 @@ class SessionStream:
     @property
     def attached(self) -> bool:
         return self._stop is not None
+
+    @property
+    def on_disk(self) -> bool:
+        """Its events are in its log (a reader can read them back from there)."""
+        return self._on_disk and self.log_path is not None
 
     @property
     def memory_events(self) -> int:
@@ -225,6 +241,7 @@ class SessionStream:
         """Write what is numbered and not written (one write), then give it to readers."""
         pending, self._pending = self._pending, []
         if not pending:
+            self._settle()
             return
         log = self._log
         if log is not None:
@@ -242,6 +259,14 @@ class SessionStream:
         if self.closed and self._log is not None:
             self._let_go(self._log)  # the Session's last event: nothing more comes
         self._wake()
+        self._settle()
+
+    def _settle(self) -> None:
+        """Once closed and every event written: tell ``on_closed`` (once)."""
+        if self.closed and self._loaded and not self._pending:
+            on_closed, self._on_closed = self._on_closed, None
+            if on_closed is not None:
+                on_closed(self)
 
     def _let_go(self, log: EventLog) -> None:
         """Seal the log (not synced) and drop the events held in memory."""
@@ -295,6 +320,7 @@ class SessionStream:
                 self._unnumbered.clear()
                 self._loaded = True
                 self._set_ready()
+                self._settle()
             done.set()
 
     def _tell(self, missed: list[SessionEventBody]) -> None:
