@@ -9,7 +9,6 @@ the HTTP gateway use too.
 from __future__ import annotations
 
 import functools
-import re
 import shutil
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterable
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 import msgspec
+from anyio import AsyncContextManagerMixin
 
 from xai.agent._agent import Agent, AgentConfig
 from xai.agent._clock import Clock, SystemClock
@@ -32,11 +32,11 @@ from xai.agent._host_api import (
     SearchMemory,
 )
 from xai.agent._host_dispatch import Dispatcher
+from xai.agent._host_lookup import open_session_of
 from xai.agent._host_streams import HostStreams
 from xai.agent._host_views import SessionInfo, session_info
 from xai.agent._host_wakeups import HostWakeups
 from xai.agent._ids import check_id, is_id
-from xai.agent._resume import QUARANTINE_SUFFIX
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
 from xai.events import SessionEvent
 from xai.exceptions import (
@@ -45,14 +45,12 @@ from xai.exceptions import (
     DiskFullError,
     IdempotencyKeyReusedError,
     SessionClosedError,
-    SessionNotFoundError,
-    StateFileError,
 )
 from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
-from xai.session import JOURNAL_FILE, Session
+from xai.session import Session
 from xai.tools import Tool
 
 __all__ = ["AgentHost"]
@@ -67,7 +65,7 @@ INDEX_DIR = ".index"
 """Under the host's root: the memory indexes of all its Agents (one chromadb store)."""
 
 
-class AgentHost:
+class AgentHost(AsyncContextManagerMixin):
     """Starts Agents on demand under ``root/<agent_id>`` and routes calls to them.
 
     ``provider_for(agent_id)`` gives each Agent its provider (one shared
@@ -156,38 +154,40 @@ class AgentHost:
         )
         """The timer that starts Agents whose wake-ups are due."""
 
-    async def __aenter__(self) -> AgentHost:
+    @asynccontextmanager
+    async def __asynccontextmanager__(self) -> AsyncIterator[AgentHost]:
+        """The host's tasks (wake-ups, the idle timer, its Agents) in a task group of its own;
+        leaving closes every Agent (shielded), then what the host made for them."""
         self._lock = anyio.Lock()
         if self._embedder is None:
             self._made_embedder = default_embedder()
         if self._index_store is None:
             self._made_store = IndexStore.local(self.root / INDEX_DIR)  # started when needed
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        if self.idle_seconds is not None:
-            self._group.start_soon(self._suspend_idle_forever)
-        await self._group.start(self.wakeups.run)
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        assert self._group is not None
-        self.wakeups.stop()  # (starts no Agent while they close)
-        with anyio.CancelScope(shield=True):
-            await self.close()
-        self._group.cancel_scope.cancel()  # the idle timer
-        group, self._group = self._group, None
         try:
-            return await group.__aexit__(*exc_info)
+            async with anyio.create_task_group() as self._group:
+                if self.idle_seconds is not None:
+                    self._group.start_soon(self._suspend_idle_forever)
+                await self._group.start(self.wakeups.run)
+                try:
+                    yield self
+                finally:
+                    self.wakeups.stop()  # (starts no Agent while they close)
+                    with anyio.CancelScope(shield=True):
+                        await self.close()
+                    self._group.cancel_scope.cancel()  # the idle timer
         finally:
-            store, self._made_store = self._made_store, None
-            if store is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(store.close)
-            made, self._made_embedder = self._made_embedder, None
-            aclose = getattr(made, "aclose", None)
-            if aclose is not None:  # an endpoint client the host made: its to close
-                with anyio.CancelScope(shield=True):
-                    await aclose()
+            self._group = None
+            with anyio.CancelScope(shield=True):
+                await self._let_go_of_made()
+
+    async def _let_go_of_made(self) -> None:
+        store, self._made_store = self._made_store, None
+        if store is not None:
+            await anyio.to_thread.run_sync(store.close)
+        made, self._made_embedder = self._made_embedder, None
+        aclose = getattr(made, "aclose", None)
+        if aclose is not None:  # an endpoint client the host made: its to close
+            await aclose()
 
     async def agent(self, agent_id: str) -> Agent:
         """The running Agent ``agent_id``, started (from its directory) if needed.
@@ -428,30 +428,7 @@ class AgentHost:
         return await self.agent(agent_id)
 
     def _session(self, agent: Agent, session_id: str) -> Session:
-        """The open Session; ``SessionNotFoundError`` if it never existed."""
-        try:
-            return agent.session(session_id)
-        except SessionClosedError:
-            known = (
-                re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", session_id) is not None
-                and (agent.directory / "sessions" / session_id).is_dir()
-            )
-            if not known:
-                raise SessionNotFoundError(
-                    f"agent {agent.id} has no session {session_id!r}"
-                ) from None
-            folder = agent.directory / "sessions" / session_id
-            if not (folder / JOURNAL_FILE).exists():
-                set_aside = sorted(folder.glob(JOURNAL_FILE + QUARANTINE_SUFFIX + "*"))
-                if set_aside:  # its journal was damaged: say so, not "closed"
-                    raise StateFileError(
-                        f"session {session_id}'s journal was damaged and set aside as "
-                        f"{set_aside[-1]}",
-                        path=str(set_aside[-1]),
-                        advice="its memory candidates were recovered; read the file for the "
-                        "rest, or open a new Session",
-                    ) from None
-            raise
+        return open_session_of(agent, session_id)
 
     async def send(
         self, agent_id: str, session_id: str, text: str, *, origin: Origin = "user"
