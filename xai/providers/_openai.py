@@ -9,7 +9,6 @@ never happens after any part of an answer has been handed on.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
@@ -39,6 +38,7 @@ from xai.messages import (
     UserMessage,
 )
 from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
+from xai.providers._limit import RequestLimit
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._responses import decode_responses, responses_params
 from xai.providers._retry import RetryPolicy, parse_retry_after
@@ -69,6 +69,9 @@ _CONTEXT_MARKERS = (
     "input is too long",
 )
 
+
+_CHAT = "/chat/completions"
+_RESPONSES = "/responses"
 
 EMPTY_REPLY_TEXT = "[empty reply]"
 """Sent for a stored assistant message with no text and no tool calls."""
@@ -360,62 +363,50 @@ class OpenAIProvider:
             params.update(self._extra_body)
         return params
 
-    async def _next(
-        self, events: AsyncIterator[ProviderEvent], deadline: float
-    ) -> ProviderEvent | None:
-        """The answer's next event (``None`` at its end), or ``ProviderTimeoutError`` past
-        ``deadline``. The cancel scope covers one read, never a ``yield``."""
-        with anyio.move_on_after(deadline - anyio.current_time()):
-            return await anext(events, None)
-        limit = self._config.request_limit
-        raise ProviderTimeoutError(
-            f"the model endpoint was still answering after the request limit of {limit}s "
-            "(LLMConfig.request_limit)",
-            timeout=limit,
-        )
-
-    async def _chat(
-        self, params: dict[str, Any], options: openai.RequestOptions
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """One Chat Completions answer, decoded."""
+    def _read_timeout(self) -> float | None:
+        """The most one read of a response's body can wait (the client's read timeout)."""
         import httpx2
 
-        # The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
-        # URL and typed HTTP errors, and we skip its per-request walk over every message
-        # (`maybe_transform`), which grows with the history. `stream=True` here means "hand
-        # us the open response": SSE or JSON, the body is read by `decode_body`, which goes
-        # by the response's content type.
-        response = await self._client.post(
-            "/chat/completions", cast_to=httpx2.Response, body=params, options=options, stream=True
-        )
-        try:
-            content_type = response.headers.get("content-type")
-            async with (
-                aclosing(response.aiter_bytes()) as body,
-                aclosing(decode_body(body, content_type)) as decoded,
-            ):
-                async for event in decoded:
-                    yield event
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        timeout = self._client.timeout
+        if isinstance(timeout, httpx2.Timeout):
+            return timeout.read
+        return float(timeout) if isinstance(timeout, int | float) else None
 
-    async def _responses(
-        self, params: dict[str, Any], options: openai.RequestOptions
+    async def _answer(
+        self,
+        path: str,
+        params: dict[str, Any],
+        options: openai.RequestOptions,
+        request: ProviderRequest,
     ) -> AsyncGenerator[ProviderEvent, None]:
-        """One Responses API answer (always streamed), decoded by ``decode_responses``."""
+        """One answer, decoded: one generator from the socket's bytes to the events.
+
+        The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
+        URL and typed HTTP errors, and we skip its per-request walk over every message
+        (`maybe_transform`), which grows with the history. `stream=True` here means "hand
+        us the open response": SSE or JSON, the body is read by `decode_body`, which goes
+        by the response's content type. The request limit is set here, once: one scope
+        bounds the connection and the headers, and the decoder bounds the body's reads
+        (see `xai.providers._limit`)."""
         import httpx2
 
-        response = await self._client.post(
-            "/responses", cast_to=httpx2.Response, body=params, options=options, stream=True
+        limit_s = self._config.request_limit
+        limit = None if limit_s is None else RequestLimit(limit_s, self._read_timeout())
+        post = self._client.post(
+            path, cast_to=httpx2.Response, body=params, options=options, stream=True
         )
+        response = await (post if limit is None else limit.bounded(post))
         try:
-            async with (
-                aclosing(response.aiter_bytes()) as body,
-                aclosing(decode_responses(body)) as decoded,
-            ):
-                async for event in decoded:
-                    yield event
+            async with aclosing(response.aiter_bytes()) as body:
+                if path == _RESPONSES:
+                    pieces = body if limit is None else limit.guard(body)
+                    decoded = fill_missing_usage(decode_responses(pieces), request)
+                else:
+                    content_type = response.headers.get("content-type")
+                    decoded = decode_body(body, content_type, request=request, limit=limit)
+                async with aclosing(decoded):
+                    async for event in decoded:
+                        yield event
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
@@ -433,22 +424,16 @@ class OpenAIProvider:
         options: openai.RequestOptions = (
             {"headers": self._config.extra_headers} if self._config.extra_headers else {}
         )
+        path = _RESPONSES if responses else _CHAT
         attempt = 0
-        limit = self._config.request_limit
         while True:
             started = False
             error: ProviderError | None = None
-            deadline = math.inf if limit is None else anyio.current_time() + limit
             try:
-                fetch = self._responses if responses else self._chat
-                answer = fetch(params, options)
-                async with (
-                    # Close every generator in the chain explicitly: left to the garbage
-                    # collector, trio warns and the connection is released late.
-                    aclosing(answer) as decoded,
-                    aclosing(fill_missing_usage(decoded, request)) as events,
-                ):
-                    while (event := await self._next(events, deadline)) is not None:
+                # Closed explicitly: left to the garbage collector, trio warns and the
+                # connection is released late.
+                async with aclosing(self._answer(path, params, options, request)) as events:
+                    async for event in events:
                         started = True
                         yield event
                 return
