@@ -45,6 +45,7 @@ from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import EmptyAnswerError, decode_body
 
 if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: it loads on first use
+    import httpx2
     import openai
 
 __all__ = [
@@ -372,14 +373,14 @@ class OpenAIProvider:
             return timeout.read
         return float(timeout) if isinstance(timeout, int | float) else None
 
-    async def _answer(
+    async def _open(
         self,
         path: str,
         params: dict[str, Any],
         options: openai.RequestOptions,
         request: ProviderRequest,
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """One answer, decoded: one generator from the socket's bytes to the events.
+    ) -> tuple[httpx2.Response, AsyncGenerator[bytes, None], AsyncGenerator[ProviderEvent, None]]:
+        """Send one request; its open response, the body's bytes, and the decoder over them.
 
         The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
         URL and typed HTTP errors, and we skip its per-request walk over every message
@@ -387,7 +388,8 @@ class OpenAIProvider:
         us the open response": SSE or JSON, the body is read by `decode_body`, which goes
         by the response's content type. The request limit is set here, once: one scope
         bounds the connection and the headers, and the decoder bounds the body's reads
-        (see `xai.providers._limit`)."""
+        (see `xai.providers._limit`). The decoder is the only generator between the
+        socket's bytes and `stream`'s caller: each layer costs CPU on every event."""
         import httpx2
 
         limit_s = self._config.request_limit
@@ -396,20 +398,12 @@ class OpenAIProvider:
             path, cast_to=httpx2.Response, body=params, options=options, stream=True
         )
         response = await (post if limit is None else limit.bounded(post))
-        try:
-            async with aclosing(response.aiter_bytes()) as body:
-                if path == _RESPONSES:
-                    pieces = body if limit is None else limit.guard(body)
-                    decoded = fill_missing_usage(decode_responses(pieces), request)
-                else:
-                    content_type = response.headers.get("content-type")
-                    decoded = decode_body(body, content_type, request=request, limit=limit)
-                async with aclosing(decoded):
-                    async for event in decoded:
-                        yield event
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        body = response.aiter_bytes()
+        if path == _RESPONSES:
+            pieces = body if limit is None else limit.guard(body)
+            return response, body, fill_missing_usage(decode_responses(pieces), request)
+        content_type = response.headers.get("content-type")
+        return response, body, decode_body(body, content_type, request=request, limit=limit)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         import httpx2
@@ -430,12 +424,17 @@ class OpenAIProvider:
             started = False
             error: ProviderError | None = None
             try:
-                # Closed explicitly: left to the garbage collector, trio warns and the
-                # connection is released late.
-                async with aclosing(self._answer(path, params, options, request)) as events:
-                    async for event in events:
-                        started = True
-                        yield event
+                response, body, events = await self._open(path, params, options, request)
+                try:
+                    # Closed explicitly: left to the garbage collector, trio warns and the
+                    # connection is released late.
+                    async with aclosing(body), aclosing(events):
+                        async for event in events:
+                            started = True
+                            yield event
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
                 return
             except EmptyAnswerError:
                 error = _inferred_overflow(request)
