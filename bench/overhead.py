@@ -339,21 +339,17 @@ async def floor_exchange(client: httpx2.AsyncClient, counts: SdkCounts) -> str:
         content = "".join(text)
         if not calls:
             return content
+        finished = [(c.id, c.name, "".join(c.arguments) or "{}") for _, c in sorted(calls.items())]
         tool_calls = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": "".join(call.arguments) or "{}"},
-            }
-            for _, call in sorted(calls.items())
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, name, arguments in finished
         ]
         messages.append({"role": "assistant", "content": content, "tool_calls": tool_calls})
-        for wire in tool_calls:
-            function = wire["function"]
-            if function["name"] != TOOL_NAME:
-                raise AssertionError(f"the model asked for an unknown tool {function['name']!r}")
-            result = await lookup(**msgspec.json.decode(function["arguments"]))
-            messages.append({"role": "tool", "tool_call_id": wire["id"], "content": result})
+        for id_, name, arguments in finished:
+            if name != TOOL_NAME:
+                raise AssertionError(f"the model asked for an unknown tool {name!r}")
+            result = await lookup(**msgspec.json.decode(arguments))
+            messages.append({"role": "tool", "tool_call_id": id_, "content": result})
     raise AssertionError("the exchange did not end within the round limit")
 
 
