@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -70,12 +70,21 @@ class Server:
 
 
 def run_child(
-    script: str, args: Sequence[str], type_: type[T], *, what: str, timeout: float = 600
+    script: str,
+    args: Sequence[str],
+    type_: type[T],
+    *,
+    what: str,
+    timeout: float = 600,
+    env: Mapping[str, str] | None = None,
 ) -> T:
-    """Run ``script`` with ``args`` in a fresh interpreter; its last stdout line is ``type_``
-    as JSON. A failure shows the child's stderr and raises ``RuntimeError``."""
+    """Run ``script`` with ``args`` in a fresh interpreter (with ``env`` if given); its last
+    stdout line is ``type_`` as JSON. A failure shows the child's stderr and raises
+    ``RuntimeError``."""
     command = [sys.executable, str(Path(script).resolve()), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         sys.stderr.write(done.stderr)

@@ -15,9 +15,19 @@ against the SDK baseline measured in the same invocation, so a noisy machine
 moves both. Every run checks the final text, so a broken exchange cannot pass
 for a fast one.
 
+A third variant is the floor: the same exchange as a bare loop over
+``httpx2`` (the HTTP client the ``openai`` SDK uses) and msgspec, with
+nothing but what the exchange needs (build the body, split the SSE lines,
+decode each chunk into two small structs, gather the call, run the tool).
+A Query cannot cost much less than that; ``xai_vs_floor_cpu_ratio`` says how
+close it comes. ``--baseline DIR`` adds a fourth: xai's Query run from another
+checkout of xai (``git worktree add /tmp/old COMMIT``), in the same rounds, for
+``xai_vs_baseline_cpu_ratio`` (new / old, same minutes).
+
     python bench/overhead.py            # 300 runs x 3 rounds per variant
     python bench/overhead.py --quick    # 50 runs x 3 rounds
-    python bench/overhead.py --check    # exit 1 if the goal (ratio <= 0.75) is not met
+    python bench/overhead.py --baseline /tmp/old    # and xai from /tmp/old in the same rounds
+    python bench/overhead.py --check    # exit 1 unless xai/sdk <= 0.40 and xai/floor <= 1.05
 
 The last line of output is one JSON object with the figures.
 """
@@ -27,14 +37,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import signal
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import _common
 import anyio
+import httpx2
 import msgspec
 import openai
 from _common import Server, exit_on_sigterm, lookup, lookup_calls
@@ -47,8 +60,9 @@ from openai.types.chat import (
 import xai
 from xai.testing import Reply, Rule, Script, ScriptedCall
 
-Variant = Literal["sdk", "xai"]
-VARIANTS: tuple[Variant, ...] = ("sdk", "xai")
+Variant = Literal["sdk", "xai", "floor", "baseline"]
+VARIANTS: tuple[Variant, ...] = ("sdk", "xai", "floor")
+"""Always run; ``baseline`` (xai from ``--baseline DIR``) joins them when asked."""
 
 MODEL = "bench-model"
 PROMPT = "What will the weather be in Reykjavik over the next three days?"
@@ -60,7 +74,10 @@ _SENTENCE = "Reykjavik stays cool and breezy: light rain on day one, clearing sk
 FINAL_TEXT = (_SENTENCE * 4)[: TEXT_CHUNKS * 12]
 """240 characters, so ``text_chunks=20`` cuts it into exactly 20 pieces of 12."""
 
-GOAL_RATIO = 0.75
+GOAL_RATIO = 0.40
+"""xai / sdk CPU (issue 35)."""
+GOAL_FLOOR_RATIO = 1.05
+"""xai / floor CPU (issue 35)."""
 DEFAULT_RUNS = 300
 QUICK_RUNS = 50
 DEFAULT_WARMUP = 20
@@ -233,6 +250,130 @@ async def run_sdk(base_url: str, plan: Plan) -> Figures:
         return await measure("sdk", one_run, plan)
 
 
+# -- variant (c): the floor, a bare httpx2 + msgspec loop ------------------------------------
+
+
+class _FloorFunction(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _FloorCall(msgspec.Struct):
+    index: int = 0
+    id: str | None = None
+    function: _FloorFunction | None = None
+
+
+class _FloorDelta(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_FloorCall] | None = None
+
+
+class _FloorChoice(msgspec.Struct):
+    delta: _FloorDelta | None = None
+    finish_reason: str | None = None
+
+
+class _FloorChunk(msgspec.Struct):
+    choices: list[_FloorChoice] | None = None
+    usage: dict[str, Any] | None = None
+
+
+_decode_floor_chunk = msgspec.json.Decoder(_FloorChunk).decode
+_encode = msgspec.json.Encoder().encode
+
+
+async def floor_exchange(client: httpx2.AsyncClient, counts: SdkCounts) -> str:
+    """The exchange with nothing but httpx2 and msgspec; returns the final text."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+    for _ in range(MAX_ROUNDS):
+        body = _encode(
+            {
+                "model": MODEL,
+                "messages": messages,
+                "tools": [SDK_TOOL],
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+        )
+        counts.requests += 1
+        text: list[str] = []
+        calls: dict[int, _PendingCall] = {}
+        got_usage = False
+        async with client.stream("POST", "chat/completions", content=body) as response:
+            if response.status_code != 200:
+                raise AssertionError(f"HTTP {response.status_code}")
+            buffer = b""
+            async for piece in response.aiter_bytes():
+                buffer = buffer + piece if buffer else piece
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                        continue
+                    chunk = _decode_floor_chunk(line[6:])
+                    if chunk.usage is not None:
+                        got_usage = True
+                    if not chunk.choices:
+                        continue
+                    delta = chunk.choices[0].delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        text.append(delta.content)
+                        counts.text_chunks += 1
+                    for piece_call in delta.tool_calls or ():
+                        call = calls.get(piece_call.index)
+                        if call is None:
+                            call = calls[piece_call.index] = _PendingCall()
+                        if piece_call.id:
+                            call.id = piece_call.id
+                        function = piece_call.function
+                        if function is not None:
+                            if function.name and not call.name:
+                                call.name = function.name
+                            if function.arguments:
+                                call.arguments.append(function.arguments)
+                                counts.argument_deltas += 1
+        if not got_usage:
+            raise AssertionError("the server sent no usage chunk")
+        content = "".join(text)
+        if not calls:
+            return content
+        finished = [(c.id, c.name, "".join(c.arguments) or "{}") for _, c in sorted(calls.items())]
+        tool_calls = [
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, name, arguments in finished
+        ]
+        messages.append({"role": "assistant", "content": content, "tool_calls": tool_calls})
+        for id_, name, arguments in finished:
+            if name != TOOL_NAME:
+                raise AssertionError(f"the model asked for an unknown tool {name!r}")
+            result = await lookup(**msgspec.json.decode(arguments))
+            messages.append({"role": "tool", "tool_call_id": id_, "content": result})
+    raise AssertionError("the exchange did not end within the round limit")
+
+
+async def run_floor(base_url: str, plan: Plan) -> Figures:
+    headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
+    async with httpx2.AsyncClient(
+        base_url=base_url.rstrip("/") + "/", headers=headers, timeout=30.0
+    ) as client:
+        counts = SdkCounts()
+        text = await floor_exchange(client, counts)
+        check(text, counts.text_chunks, counts.requests)
+        if counts.argument_deltas < 2:
+            raise AssertionError(f"tool arguments came in {counts.argument_deltas} delta(s)")
+        for _ in range(plan.warmup - 1):
+            check_text(await floor_exchange(client, counts))
+
+        async def one_run() -> None:
+            text = await floor_exchange(client, counts)
+            if text != FINAL_TEXT:
+                check_text(text)
+
+        return await measure("floor", one_run, plan)
+
+
 # -- variant (b): xai's Query ----------------------------------------------------------------
 
 
@@ -324,8 +465,10 @@ async def measure(variant: Variant, one_run: Callable[[], Awaitable[None]], plan
 
 
 def child(variant: Variant, base_url: str, plan: Plan) -> int:
-    runner = run_sdk if variant == "sdk" else run_xai
-    figures = anyio.run(runner, base_url, plan, backend="asyncio")
+    runners = {"sdk": run_sdk, "xai": run_xai, "floor": run_floor, "baseline": run_xai}
+    figures = anyio.run(runners[variant], base_url, plan, backend="asyncio")
+    if variant == "baseline":
+        figures = msgspec.structs.replace(figures, variant="baseline")
     print(msgspec.json.encode(figures).decode(), flush=True)
     return 0
 
@@ -333,16 +476,24 @@ def child(variant: Variant, base_url: str, plan: Plan) -> int:
 # -- orchestrating, in the parent ------------------------------------------------------------
 
 
-def run_child(variant: Variant, base_url: str, plan: Plan) -> Figures:
+def run_child(variant: Variant, base_url: str, plan: Plan, baseline: str | None) -> Figures:
     args = ["--variant", variant, "--base-url", base_url, "--runs", str(plan.runs)]
     args += ["--warmup", str(plan.warmup), "--max-seconds", str(plan.max_seconds)]
-    return _common.run_child(__file__, args, Figures, what=f"{variant} variant")
+    env = None
+    if variant == "baseline" and baseline is not None:
+        # The other checkout's xai first on the path; this file and _common stay ours.
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([baseline, os.environ.get("PYTHONPATH", "")]),
+        }
+    return _common.run_child(__file__, args, Figures, what=f"{variant} variant", env=env)
 
 
-def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
+def parent(plan: Plan, repeats: int, check_goal: bool, baseline: str | None = None) -> int:
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     server = Server(build_script())
-    results: dict[Variant, list[Figures]] = {"sdk": [], "xai": []}
+    variants: tuple[Variant, ...] = (*VARIANTS, "baseline") if baseline else VARIANTS
+    results: dict[Variant, list[Figures]] = {v: [] for v in variants}
     try:
         base_url = server.start()
         print(f"server: {base_url} (a separate process; only client CPU is measured)")
@@ -352,10 +503,12 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
             f"{plan.warmup} warm-up + {plan.runs} measured runs (capped at {plan.max_seconds:g}s); "
             f"{repeats} rounds"
         )
+        if baseline:
+            print(f"baseline: xai from {baseline}, in the same rounds")
         for round_ in range(repeats):
-            order = VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]
+            order = variants if round_ % 2 == 0 else variants[::-1]
             for variant in order:
-                figures = run_child(variant, base_url, plan)
+                figures = run_child(variant, base_url, plan, baseline)
                 results[variant].append(figures)
                 print(
                     f"  round {round_ + 1} {variant}: {figures.cpu_ms_per_run:.3f} ms CPU/run, "
@@ -369,35 +522,65 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
             r.wall_ms_per_run if wall else r.cpu_ms_per_run for r in results[variant]
         )
 
-    sdk_cpu, xai_cpu = median("sdk"), median("xai")
+    sdk_cpu, xai_cpu, floor_cpu = median("sdk"), median("xai"), median("floor")
     sdk_wall, xai_wall = median("sdk", wall=True), median("xai", wall=True)
     cpu_ratio = xai_cpu / sdk_cpu
+    floor_ratio = xai_cpu / floor_cpu
     wall_ratio = xai_wall / sdk_wall
-    per_round = [
-        b.cpu_ms_per_run / a.cpu_ms_per_run
-        for a, b in zip(results["sdk"], results["xai"], strict=True)
-    ]
+
+    def per_round(base: Variant) -> str:
+        return ", ".join(
+            f"{b.cpu_ms_per_run / a.cpu_ms_per_run:.3f}"
+            for a, b in zip(results[base], results["xai"], strict=True)
+        )
+
     measured = min(r.runs for rs in results.values() for r in rs)
-    met = cpu_ratio <= GOAL_RATIO
+    met_sdk = cpu_ratio <= GOAL_RATIO
+    met_floor = floor_ratio <= GOAL_FLOOR_RATIO
     print(f"sdk (a): {sdk_cpu:.3f} ms CPU/run, {sdk_wall:.3f} ms wall/run (median of {repeats})")
     print(f"xai (b): {xai_cpu:.3f} ms CPU/run, {xai_wall:.3f} ms wall/run (median of {repeats})")
+    print(f"floor (c): {floor_cpu:.3f} ms CPU/run (bare httpx2 + msgspec; median of {repeats})")
     print(
-        f"b/a CPU ratio: {cpu_ratio:.3f} (per round: {', '.join(f'{r:.3f}' for r in per_round)}; "
-        f"goal <= {GOAL_RATIO}: {'met' if met else 'NOT met'}); wall ratio: {wall_ratio:.3f}"
+        f"b/a CPU ratio: {cpu_ratio:.3f} (per round: {per_round('sdk')}; "
+        f"goal <= {GOAL_RATIO}: {'met' if met_sdk else 'NOT met'}); wall ratio: {wall_ratio:.3f}"
+    )
+    print(
+        f"b/c CPU ratio: {floor_ratio:.3f} (per round: {per_round('floor')}; "
+        f"goal <= {GOAL_FLOOR_RATIO}: {'met' if met_floor else 'NOT met'})"
     )
     if measured < plan.runs:
         print(
             f"note: the {plan.max_seconds:g}s cap cut a process to {measured} measured runs; "
             "exchanges are slow in wall time (is the server delaying its small writes?)"
         )
-    summary = {
+    summary: dict[str, object] = {
         "sdk_cpu_ms_per_run": round(sdk_cpu, 4),
         "xai_cpu_ms_per_run": round(xai_cpu, 4),
+        "floor_cpu_ms_per_run": round(floor_cpu, 4),
         "xai_vs_sdk_cpu_ratio": round(cpu_ratio, 4),
+        "xai_vs_floor_cpu_ratio": round(floor_ratio, 4),
+        "floor_vs_sdk_cpu_ratio": round(floor_cpu / sdk_cpu, 4),
         "sdk_wall_ms_per_run": round(sdk_wall, 4),
         "xai_wall_ms_per_run": round(xai_wall, 4),
         "xai_vs_sdk_wall_ratio": round(wall_ratio, 4),
         "goal_max_cpu_ratio": GOAL_RATIO,
+        "goal_max_floor_ratio": GOAL_FLOOR_RATIO,
+    }
+    if baseline:
+        base_cpu = median("baseline")
+        base_ratio = xai_cpu / base_cpu
+        print(
+            f"b/baseline CPU ratio: {base_ratio:.3f} (per round: {per_round('baseline')}; "
+            f"baseline {base_cpu:.3f} ms CPU/run, xai from {baseline})"
+        )
+        summary |= {
+            "baseline_cpu_ms_per_run": round(base_cpu, 4),
+            "xai_vs_baseline_cpu_ratio": round(base_ratio, 4),
+            "baseline_vs_floor_cpu_ratio": round(base_cpu / floor_cpu, 4),
+            "baseline_vs_sdk_cpu_ratio": round(base_cpu / sdk_cpu, 4),
+        }
+    met = met_sdk and met_floor
+    summary |= {
         "goal_met": met,
         "runs": plan.runs,
         "runs_measured_min": measured,
@@ -440,14 +623,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Client CPU per exchange: xai's Query against a plain openai SDK loop.",
         repeats_help="rounds per variant",
     )
-    parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--baseline", metavar="DIR", help="also run xai's Query from the checkout in DIR"
+    )
+    parser.add_argument("--variant", choices=(*VARIANTS, "baseline"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     plan = plan_from(parser, args)
     if args.variant is not None:
         if not args.base_url:
             parser.error("--variant needs --base-url")
         return child(args.variant, args.base_url, plan)
-    return parent(plan, args.repeats, args.check)
+    baseline = str(Path(args.baseline).resolve()) if args.baseline else None
+    if baseline is not None and not (Path(baseline) / "xai" / "__init__.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no xai package there")
+    return parent(plan, args.repeats, args.check, baseline)
 
 
 if __name__ == "__main__":

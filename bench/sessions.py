@@ -14,7 +14,11 @@ Four parts, each run in child processes of its own:
    with ``await session.send(input)`` on a ``Session`` (no directory, no memory
    extraction) watched by three observers: an ``events()`` iterator consumed by
    a task, a sync ``on()`` callback and an async ``on()`` callback; variant
-   ``bare_session`` is ``session`` without observers. Both keep a history the
+   ``bare_session`` is ``session`` without observers; variant ``session_once``
+   opens a Session (``async with Session(...)``, no observers, no directory) for
+   every turn and closes it after, start and close timed with the turn, as an
+   application that opens a Session per request pays (goal: session_once/query
+   <= 1.10, key ``session_once_vs_query_cpu_ratio``). The others keep a history the
    same way and start a fresh one every ``--http-turns-per-session`` turns
    (the Session variants by starting a new Session). That is 1 by default:
    every turn is then exactly overhead.py's exchange, from an empty history,
@@ -119,15 +123,18 @@ from xai.providers import Provider, ProviderRequest
 from xai.session import Session, SessionConfig
 from xai.testing import Reply, Rule, Script, ScriptedCall, ScriptedProvider
 
-CpuVariant = Literal["query", "bare_session", "session", "journal_off", "journal_turn"]
+CpuVariant = Literal[
+    "query", "bare_session", "session", "session_once", "journal_off", "journal_turn"
+]
 CPU_VARIANTS: tuple[CpuVariant, ...] = (
     "query",
     "bare_session",
     "session",
+    "session_once",
     "journal_off",
     "journal_turn",
 )
-HTTP_VARIANTS: tuple[CpuVariant, ...] = ("query", "bare_session", "session")
+HTTP_VARIANTS: tuple[CpuVariant, ...] = ("query", "bare_session", "session", "session_once")
 """The variants run over HTTP unless ``--http-variants`` says otherwise."""
 Child = Literal[CpuVariant, "idle", "crowd", "events"]
 CHILDREN: tuple[Child, ...] = (*CPU_VARIANTS, "idle", "crowd", "events")
@@ -150,6 +157,8 @@ STREAM_CHUNKS = 2_000
 """Text chunks of one reply in the fan-out part (one character each)."""
 
 GOAL_CPU_RATIO = 1.15
+GOAL_ONCE_RATIO = 1.10
+"""A Session opened, used for one turn and closed, against a bare Query (issue 35)."""
 GOAL_IDLE_BYTES = 16 * 1024
 OBSERVER_BUFFER = 10 * STREAM_CHUNKS
 """Big enough for a whole turn: the scripted provider never yields inside a stream."""
@@ -449,6 +458,23 @@ async def session_block(
         totals.events += tallies[0].events - 2
 
 
+async def once_block(provider: Provider, totals: _Totals, config: SessionConfig) -> None:
+    """One turn on a Session of its own, the way an application that opens a Session per
+    request uses it: ``async with Session(...)``, ``send``, close; all of it timed."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    async with Session(provider, tools=TOOLS, config=config) as session:
+        outcome = await session.send(PROMPT)
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    if outcome.status is not TurnStatus.COMPLETED or outcome.text != FINAL_TEXT:
+        check_outcome(outcome)
+    if session.state != "closed":
+        raise AssertionError(f"the Session did not close: {session.state}")
+    totals.cpu += cpu1 - cpu0
+    totals.wall += wall1 - wall0
+    totals.turns += 1
+    totals.sessions += 1
+
+
 async def first_turn(query: xai.Query) -> None:
     """A warm-up turn, watched: proves the exchange is the one described above."""
     deltas = 0
@@ -498,6 +524,9 @@ async def serve_cpu(variant: CpuVariant, plan: Plan, provider: Provider) -> None
         blocks += 1
         if variant == "query":
             await query_block(query, turns, totals)
+        elif variant == "session_once":
+            for _ in range(turns):
+                await once_block(provider, totals, config)
         else:
             directory = workdir / f"s{blocks}" if variant.startswith("journal") else None
             observed = variant != "bare_session"
@@ -886,6 +915,8 @@ class CpuMedians(msgspec.Struct, frozen=True, kw_only=True):
     """session/query CPU."""
     extra: float
     """session - query CPU, ms per turn."""
+    once: float | None = None
+    """session_once/query CPU, if it ran."""
 
 
 def cpu_report(
@@ -956,6 +987,17 @@ def cpu_report(
     if parts:
         print(f"  of the extra {extra:.3f} ms/turn: " + "; ".join(parts))
     print(f"  a Session's start (with its 3 observers) and close: {lifecycle:.3f} ms CPU")
+    once = cpu_ratio.get("session_once")
+    if once is not None:
+        verdict = (
+            f"goal <= {GOAL_ONCE_RATIO}: {'met' if once <= GOAL_ONCE_RATIO else 'NOT met'}"
+            if transport == "http"
+            else "no goal in-process"
+        )
+        print(
+            f"{transport} session_once/query CPU ratio: {once:.3f} (a Session opened, used for "
+            f"one turn and closed, start and close included; {verdict})"
+        )
     others = [v for v in variants if v != "query"]
     summary.update(
         {f"{key}{v}_cpu_ms_per_turn": round(cpu[v], 4) for v in variants}
@@ -980,7 +1022,12 @@ def cpu_report(
             "goal_max_cpu_ratio": GOAL_CPU_RATIO,
             "cpu_goal_met": ratio <= GOAL_CPU_RATIO,
         }
-    return CpuMedians(cpu=cpu, ratio=ratio, extra=extra)
+        if once is not None:
+            summary |= {
+                "goal_max_session_once_cpu_ratio": GOAL_ONCE_RATIO,
+                "session_once_goal_met": once <= GOAL_ONCE_RATIO,
+            }
+    return CpuMedians(cpu=cpu, ratio=ratio, extra=extra, once=once)
 
 
 def http_plan(plan: Plan, base_url: str) -> Plan:
@@ -1158,6 +1205,8 @@ def parent(
     if "http" in sections:
         http = http_part(plan, http_variants, summary)
         met = http.ratio <= GOAL_CPU_RATIO and met
+        if http.once is not None:
+            met = http.once <= GOAL_ONCE_RATIO and met
     if "inproc" in sections:
         inproc = inproc_part(plan, summary)
     if http is not None and inproc is not None:

@@ -9,12 +9,12 @@ never happens after any part of an answer has been handed on.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
+import msgspec
 
 from xai._redact import redact
 from xai.config import LLMConfig
@@ -39,12 +39,14 @@ from xai.messages import (
     UserMessage,
 )
 from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
+from xai.providers._limit import RequestLimit
 from xai.providers._protocol import ProviderEvent, ProviderRequest
 from xai.providers._responses import decode_responses, responses_params
 from xai.providers._retry import RetryPolicy, parse_retry_after
 from xai.providers._wire import EmptyAnswerError, decode_body
 
 if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: it loads on first use
+    import httpx2
     import openai
 
 __all__ = [
@@ -59,6 +61,10 @@ __all__ = [
 
 _log = get_logger(__name__)
 
+_encode = msgspec.json.Encoder().encode
+"""The request body, encoded here: the SDK sends bytes as they are (its own encoder is the
+standard library's ``json``, several times slower on a long history)."""
+
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
@@ -69,6 +75,9 @@ _CONTEXT_MARKERS = (
     "input is too long",
 )
 
+
+_CHAT = "/chat/completions"
+_RESPONSES = "/responses"
 
 EMPTY_REPLY_TEXT = "[empty reply]"
 """Sent for a stored assistant message with no text and no tool calls."""
@@ -360,65 +369,46 @@ class OpenAIProvider:
             params.update(self._extra_body)
         return params
 
-    async def _next(
-        self, events: AsyncIterator[ProviderEvent], deadline: float
-    ) -> ProviderEvent | None:
-        """The answer's next event (``None`` at its end), or ``ProviderTimeoutError`` past
-        ``deadline``. The cancel scope covers one read, never a ``yield``."""
-        with anyio.move_on_after(deadline - anyio.current_time()):
-            return await anext(events, None)
-        limit = self._config.request_limit
-        raise ProviderTimeoutError(
-            f"the model endpoint was still answering after the request limit of {limit}s "
-            "(LLMConfig.request_limit)",
-            timeout=limit,
-        )
-
-    async def _chat(
-        self, params: dict[str, Any], options: openai.RequestOptions
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """One Chat Completions answer, decoded."""
+    def _read_timeout(self) -> float | None:
+        """The most one read of a response's body can wait (the client's read timeout)."""
         import httpx2
 
-        # The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
-        # URL and typed HTTP errors, and we skip its per-request walk over every message
-        # (`maybe_transform`), which grows with the history. `stream=True` here means "hand
-        # us the open response": SSE or JSON, the body is read by `decode_body`, which goes
-        # by the response's content type.
-        response = await self._client.post(
-            "/chat/completions", cast_to=httpx2.Response, body=params, options=options, stream=True
-        )
-        try:
-            content_type = response.headers.get("content-type")
-            async with (
-                aclosing(response.aiter_bytes()) as body,
-                aclosing(decode_body(body, content_type)) as decoded,
-            ):
-                async for event in decoded:
-                    yield event
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        timeout = self._client.timeout
+        if isinstance(timeout, httpx2.Timeout):
+            return timeout.read
+        return float(timeout) if isinstance(timeout, int | float) else None
 
-    async def _responses(
-        self, params: dict[str, Any], options: openai.RequestOptions
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """One Responses API answer (always streamed), decoded by ``decode_responses``."""
+    async def _open(
+        self,
+        path: str,
+        params: dict[str, Any],
+        options: openai.RequestOptions,
+        request: ProviderRequest,
+    ) -> tuple[httpx2.Response, AsyncGenerator[bytes, None], AsyncGenerator[ProviderEvent, None]]:
+        """Send one request; its open response, the body's bytes, and the decoder over them.
+
+        The SDK's generic `post` with a body we built ourselves: the SDK keeps auth, base
+        URL and typed HTTP errors, and we skip its per-request walk over every message
+        (`maybe_transform`), which grows with the history. `stream=True` here means "hand
+        us the open response": SSE or JSON, the body is read by `decode_body`, which goes
+        by the response's content type. The request limit is set here, once: one scope
+        bounds the connection and the headers, and the decoder bounds the body's reads
+        (see `xai.providers._limit`). The decoder is the only generator between the
+        socket's bytes and `stream`'s caller: each layer costs CPU on every event."""
         import httpx2
 
-        response = await self._client.post(
-            "/responses", cast_to=httpx2.Response, body=params, options=options, stream=True
+        limit_s = self._config.request_limit
+        limit = None if limit_s is None else RequestLimit(limit_s, self._read_timeout())
+        post = self._client.post(
+            path, cast_to=httpx2.Response, content=_encode(params), options=options, stream=True
         )
-        try:
-            async with (
-                aclosing(response.aiter_bytes()) as body,
-                aclosing(decode_responses(body)) as decoded,
-            ):
-                async for event in decoded:
-                    yield event
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        response = await (post if limit is None else limit.bounded(post))
+        body = response.aiter_bytes()
+        if path == _RESPONSES:
+            pieces = body if limit is None else limit.guard(body)
+            return response, body, fill_missing_usage(decode_responses(pieces), request)
+        content_type = response.headers.get("content-type")
+        return response, body, decode_body(body, content_type, request=request, limit=limit)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         import httpx2
@@ -433,24 +423,23 @@ class OpenAIProvider:
         options: openai.RequestOptions = (
             {"headers": self._config.extra_headers} if self._config.extra_headers else {}
         )
+        path = _RESPONSES if responses else _CHAT
         attempt = 0
-        limit = self._config.request_limit
         while True:
             started = False
             error: ProviderError | None = None
-            deadline = math.inf if limit is None else anyio.current_time() + limit
             try:
-                fetch = self._responses if responses else self._chat
-                answer = fetch(params, options)
-                async with (
-                    # Close every generator in the chain explicitly: left to the garbage
-                    # collector, trio warns and the connection is released late.
-                    aclosing(answer) as decoded,
-                    aclosing(fill_missing_usage(decoded, request)) as events,
-                ):
-                    while (event := await self._next(events, deadline)) is not None:
-                        started = True
-                        yield event
+                response, body, events = await self._open(path, params, options, request)
+                try:
+                    # Closed explicitly: left to the garbage collector, trio warns and the
+                    # connection is released late.
+                    async with aclosing(body), aclosing(events):
+                        async for event in events:
+                            started = True
+                            yield event
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
                 return
             except EmptyAnswerError:
                 error = _inferred_overflow(request)

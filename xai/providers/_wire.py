@@ -10,17 +10,22 @@ same structs into the same events (``decode_body`` tells the two apart).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
+from typing import Literal
 
 import msgspec
 
 from xai._redact import redact
 from xai.exceptions import MalformedStreamError, ProviderError, StreamError
 from xai.messages import ToolCall, Usage, new_id
+from xai.providers._estimate import estimate_usage
+from xai.providers._limit import RequestLimit
 from xai.providers._protocol import (
     FinishReason,
     ProviderEvent,
+    ProviderRequest,
     StreamFinished,
     TextChunk,
     ThinkingChunk,
@@ -30,7 +35,9 @@ from xai.providers._protocol import (
 )
 
 __all__ = [
+    "BodyKind",
     "EmptyAnswerError",
+    "body_kind",
     "decode_body",
     "decode_completion",
     "decode_stream",
@@ -150,16 +157,25 @@ def _chunk(payload: bytes, what: str, where: str) -> _Chunk:
     return chunk
 
 
-async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
+async def decode_stream(
+    body: AsyncIterator[bytes],
+    *,
+    request: ProviderRequest | None = None,
+    limit: RequestLimit | None = None,
+) -> AsyncGenerator[ProviderEvent, None]:
     """Turn the raw bytes of an SSE response into provider events.
 
     Tool-call pieces are assembled by ``index`` (parallel calls interleave);
     an id or name repeated on every piece counts once, and a legacy
     ``function_call`` delta is read as call 0 unless the stream uses
     ``tool_calls``. The complete calls are emitted after the text, then usage (if the server
-    sent any), then ``StreamFinished``. Raises ``MalformedStreamError`` for a
-    payload that is not a chunk and ``StreamError`` if the stream ends before
-    the model finished.
+    sent none and ``request`` is given, an estimate: see ``xai.providers._estimate``), then
+    ``StreamFinished``. ``limit`` bounds the whole answer (``ProviderTimeoutError``).
+    Raises ``MalformedStreamError`` for a payload that is not a chunk and ``StreamError``
+    if the stream ends before the model finished.
+
+    One generator does it all, usage and limit included: each layer of async generators
+    between the socket and the Query costs CPU on every streamed event.
     """
     ids: dict[int, str] = {}
     names: dict[int, str] = {}
@@ -171,8 +187,11 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
     first: _Chunk | None = None  # names the model that answered and the completion
     buffer = b""
     data_lines: list[bytes] = []
+    # Kept only for an estimate, should the server send no usage.
+    text: list[str] | None = [] if request is not None else None
+    thinking: list[str] | None = [] if request is not None else None
 
-    async for piece in body:
+    async for piece in body if limit is None else limit.guard(body):
         buffer = buffer + piece if buffer else piece
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
@@ -202,11 +221,16 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
             delta = choice.delta
             if delta is None:
                 continue
-            thinking = delta.reasoning_content or delta.reasoning
-            if thinking:
-                yield ThinkingChunk(thinking)
-            if delta.content:
-                yield TextChunk(delta.content)
+            reasoning = delta.reasoning_content or delta.reasoning
+            if reasoning:
+                if thinking is not None:
+                    thinking.append(reasoning)
+                yield ThinkingChunk(reasoning)
+            content = delta.content
+            if content:
+                if text is not None:
+                    text.append(content)
+                yield TextChunk(content)
             calls = delta.tool_calls
             if calls:
                 modern = True
@@ -235,8 +259,25 @@ async def decode_stream(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEv
             raise EmptyAnswerError("the stream was empty: HTTP 200 and not one chunk")
         raise StreamError("the stream ended before the model finished its answer")
     model, response_id = (first.model, first.id) if first is not None else (None, None)
-    for event in _ending(ids, names, arguments, usage, raw_finish, model, response_id):
+    answer = _Answer(request, text, thinking) if usage is None and request is not None else None
+    for event in _ending(ids, names, arguments, usage, raw_finish, model, response_id, answer):
         yield event
+
+
+class _Answer(msgspec.Struct, frozen=True):
+    """What an estimate of a usage the server did not send is made from."""
+
+    request: ProviderRequest
+    text: list[str] | None
+    thinking: list[str] | None
+
+    def usage(self, calls: list[ToolCall]) -> Usage:
+        return estimate_usage(
+            self.request,
+            text="".join(self.text or ()),
+            thinking="".join(self.thinking or ()),
+            calls=tuple(calls),
+        )
 
 
 def _ending(
@@ -247,20 +288,25 @@ def _ending(
     raw_finish: str | None,
     model: str | None,
     response_id: str | None,
+    answer: _Answer | None = None,
 ) -> Iterator[ProviderEvent]:
-    """The assembled tool calls, the usage (if the server sent any) and ``StreamFinished``
-    (naming the model that answered and the completion's id, when the server said)."""
+    """The assembled tool calls, the usage (the server's, else estimated from ``answer``
+    when given) and ``StreamFinished`` (naming the model that answered and the
+    completion's id, when the server said)."""
+    calls: list[ToolCall] = []
     for index in sorted(arguments):
         name = names.get(index)
         if not name:
             raise MalformedStreamError(f"tool call #{index} in the answer has no function name")
-        yield ToolCallReady(
-            ToolCall(
-                id=ids.get(index) or f"call_{new_id()}",
-                name=name,
-                arguments="".join(arguments[index]) or "{}",
-            )
+        call = ToolCall(
+            id=ids.get(index) or f"call_{new_id()}",
+            name=name,
+            arguments="".join(arguments[index]) or "{}",
         )
+        calls.append(call)
+        yield ToolCallReady(call)
+    if usage is None and answer is not None:
+        usage = answer.usage(calls)
     if usage is not None:
         yield UsageReport(usage)
     yield StreamFinished(
@@ -271,12 +317,15 @@ def _ending(
     )
 
 
-def decode_completion(payload: bytes) -> list[ProviderEvent]:
+def decode_completion(
+    payload: bytes, *, request: ProviderRequest | None = None
+) -> list[ProviderEvent]:
     """The events of one whole JSON answer (a ``chat.completion`` object).
 
     The same events a stream of that answer gives, as if it had come in one
     chunk: thinking, text, one ``ToolCallChunk`` per call, then the assembled
-    calls, the usage (if the server sent any) and ``StreamFinished``. Raises
+    calls, the usage (if the server sent none and ``request`` is given, an
+    estimate) and ``StreamFinished``. Raises
     ``MalformedStreamError`` for a body that is not a completion and
     ``ProviderError`` for an ``{"error": …}`` body.
     """
@@ -289,11 +338,15 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
     ids: dict[int, str] = {}
     names: dict[int, str] = {}
     arguments: dict[int, list[str]] = {}
+    text: list[str] = []
+    thinking: list[str] = []
     if message is not None:
-        thinking = message.reasoning_content or message.reasoning
-        if thinking:
-            events.append(ThinkingChunk(thinking))
+        reasoning = message.reasoning_content or message.reasoning
+        if reasoning:
+            thinking.append(reasoning)
+            events.append(ThinkingChunk(reasoning))
         if message.content:
+            text.append(message.content)
             events.append(TextChunk(message.content))
         # A whole message lists its calls in order; ``index`` belongs to stream deltas.
         whole_calls = message.tool_calls
@@ -310,19 +363,33 @@ def decode_completion(payload: bytes) -> list[ProviderEvent]:
             arguments[index] = [args]
             events.append(ToolCallChunk(index, call.id, name, args))
     usage = _usage(completion.usage) if completion.usage is not None else None
+    answer = _Answer(request, text, thinking) if usage is None and request is not None else None
     # A whole answer is finished by definition, whatever its finish reason says.
     events.extend(
-        _ending(ids, names, arguments, usage, choice.finish_reason, completion.model, completion.id)
+        _ending(
+            ids,
+            names,
+            arguments,
+            usage,
+            choice.finish_reason,
+            completion.model,
+            completion.id,
+            answer,
+        )
     )
     return events
 
 
-async def _decode_whole(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
-    parts = [piece async for piece in body]
+async def _decode_whole(
+    body: AsyncIterator[bytes], request: ProviderRequest | None, limit: RequestLimit | None
+) -> AsyncGenerator[ProviderEvent, None]:
+    parts: list[bytes] = []
+    async for piece in body if limit is None else limit.guard(body):
+        parts.append(piece)
     payload = b"".join(parts)
     if not payload.strip():
         raise EmptyAnswerError("the answer was empty: HTTP 200 and no body")
-    for event in decode_completion(payload):
+    for event in decode_completion(payload, request=request):
         yield event
 
 
@@ -332,25 +399,49 @@ async def _prepend(first: bytes, rest: AsyncIterator[bytes]) -> AsyncGenerator[b
         yield piece
 
 
+BodyKind = Literal["stream", "whole", "unknown"]
+
+
+@functools.lru_cache(maxsize=64)
+def body_kind(content_type: str | None) -> BodyKind:
+    """What a ``Content-Type`` says the body is: an SSE ``stream``, a ``whole`` JSON answer,
+    or ``unknown`` (told apart by its first byte). Parsed once per distinct header value."""
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    if kind == "text/event-stream":
+        return "stream"
+    if kind == "application/json" or kind.endswith("+json"):
+        return "whole"
+    return "unknown"
+
+
 def decode_body(
-    body: AsyncIterator[bytes], content_type: str | None
+    body: AsyncIterator[bytes],
+    content_type: str | None,
+    *,
+    request: ProviderRequest | None = None,
+    limit: RequestLimit | None = None,
 ) -> AsyncGenerator[ProviderEvent, None]:
     """Provider events from an answer's body, streamed (SSE) or whole (JSON).
 
     The ``Content-Type`` decides: ``text/event-stream`` is a stream,
     ``application/json`` (or any ``+json``) a whole answer, which is what a
     gateway that ignores ``"stream": true`` sends. A body labelled neither is
-    told apart by its first byte (``{`` starts a JSON answer).
+    told apart by its first byte (``{`` starts a JSON answer). ``request`` and
+    ``limit`` are ``decode_stream``'s.
     """
-    kind = (content_type or "").split(";", 1)[0].strip().lower()
-    if kind == "text/event-stream":
-        return decode_stream(body)  # the decoder itself: no extra step per chunk
-    if kind == "application/json" or kind.endswith("+json"):
-        return _decode_whole(body)
-    return _decode_sniffed(body)
+    kind = body_kind(content_type)
+    if kind == "stream":
+        # The decoder itself: no extra step per chunk.
+        return decode_stream(body, request=request, limit=limit)
+    if kind == "whole":
+        return _decode_whole(body, request, limit)
+    return _decode_sniffed(body, request, limit)
 
 
-async def _decode_sniffed(body: AsyncIterator[bytes]) -> AsyncGenerator[ProviderEvent, None]:
+async def _decode_sniffed(
+    body: AsyncIterator[bytes], request: ProviderRequest | None, limit: RequestLimit | None
+) -> AsyncGenerator[ProviderEvent, None]:
+    body = body if limit is None else limit.guard(body)  # bounded here, once for all
     first = b""
     async for piece in body:
         first += piece
@@ -358,6 +449,9 @@ async def _decode_sniffed(body: AsyncIterator[bytes]) -> AsyncGenerator[Provider
             break
     chained = _prepend(first, body)
     whole = first.lstrip().startswith(b"{")
-    async with aclosing(_decode_whole(chained) if whole else decode_stream(chained)) as events:
+    events = (
+        _decode_whole(chained, request, None) if whole else decode_stream(chained, request=request)
+    )
+    async with aclosing(events):
         async for event in events:
             yield event

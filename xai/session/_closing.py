@@ -126,7 +126,12 @@ class Ending:
                 lifecycle.set_ended()
 
     async def _run_hooks(self, reason: CloseReason, turns: int) -> bool:
-        """Run every hook; True if each returned normally (so the owner took the candidates)."""
+        """Run every hook; True if each returned normally (so the owner took the candidates).
+
+        No hook (a Session without an owner's memory): nothing to build, the episodes
+        included."""
+        if not self.hooks:
+            return True
         context = FinalizingContext(
             session_id=self.session_id,
             reason=reason,

@@ -13,9 +13,13 @@ __all__ = ["Transcript"]
 
 
 class Transcript:
-    """A Session's episodes in the order they were said (each message once, by id)."""
+    """A Session's episodes in the order they were said (each message once, by id).
 
-    __slots__ = ("_ids", "created_at", "episodes", "session_id")
+    ``add`` only keeps the message; its ``Episode`` is made when ``episodes`` is read (by
+    the finalising hooks of an owner with memory), so a Session nobody asks for episodes
+    does no episode work."""
+
+    __slots__ = ("_episodes", "_ids", "_said", "created_at", "session_id")
 
     def __init__(
         self, session_id: str, created_at: float, episodes: list[Episode] | None = None
@@ -23,34 +27,47 @@ class Transcript:
         self.session_id = session_id
         self.created_at = created_at
         """When a message carries no time (journals written before messages had one)."""
-        self.episodes: list[Episode] = list(episodes) if episodes else []
-        self._ids: set[str] = {e.id for e in self.episodes}
+        self._episodes: list[Episode] = list(episodes) if episodes else []
+        self._ids: set[str] = {e.id for e in self._episodes}
+        self._said: list[tuple[int, Message]] = []
+        """Messages added since ``episodes`` was last read, not yet made episodes."""
 
     def add(self, turn: int, message: Message) -> None:
         """Keep ``message`` if it says something: an input, or an answer with text."""
+        if isinstance(message, UserMessage) or (
+            isinstance(message, AssistantMessage) and message.content.strip()
+        ):
+            self._said.append((turn, message))
+
+    @property
+    def episodes(self) -> list[Episode]:
+        """Every episode so far, in the order said."""
+        if self._said:
+            said, self._said = self._said, []
+            for turn, message in said:
+                self._make(turn, message)
+        return self._episodes
+
+    def _make(self, turn: int, message: Message) -> None:
         if message.id in self._ids:
             return
         origin: EpisodeOrigin
         if isinstance(message, UserMessage):
             origin = message.origin
             speaker = message.name or origin
-            text = message.content
-        elif isinstance(message, AssistantMessage) and message.content.strip():
-            origin = speaker = "assistant"
-            text = message.content
         else:
-            return
+            origin = speaker = "assistant"
         self._ids.add(message.id)
         at = message.at if message.at is not None else self.created_at
-        self.episodes.append(
+        self._episodes.append(
             Episode(
                 id=message.id,
                 session_id=self.session_id,
                 turn=turn,
-                seq=len(self.episodes),
+                seq=len(self._episodes),
                 origin=origin,
                 speaker=speaker,
-                text=text,
+                text=message.content,
                 at=at,
             )
         )
