@@ -366,6 +366,9 @@ class Agent(AsyncContextManagerMixin):
         return await self._adjudication.announced(self.memory.maintain())
 
     async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+        """Forget the fact ``fact_id`` (one ledger decision, announced). ``FactNotFoundError``
+        if there is none; ``FactForgottenError`` (a subclass) if it was forgotten already:
+        concurrent requests to forget one fact make exactly one decision."""
         (decision,) = await self._adjudication.announced(self.memory.forget(fact_id, reason))
         return decision
 

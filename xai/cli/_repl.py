@@ -24,7 +24,12 @@ from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState,
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
-from xai.exceptions import ConfigurationError, FactNotFoundError, WakeupNotFoundError
+from xai.exceptions import (
+    ConfigurationError,
+    FactForgottenError,
+    FactNotFoundError,
+    WakeupNotFoundError,
+)
 from xai.memory import Fact, MemoryHit, ScoredEpisode, ScoredFact
 from xai.providers import OpenAIProvider
 from xai.session import Session
@@ -94,6 +99,8 @@ class Repl:
             try:
                 await agent.forget(args[0])
                 self.render.line(f"forgotten: {args[0]}")
+            except FactForgottenError:
+                self.render.line(f"already forgotten: {args[0]}")
             except FactNotFoundError as exc:
                 self.render.line(f"error: {error_line(exc)}")
         elif name == "/persona":

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from xai._http import serve_on_socket
 from xai.agent import Agent
-from xai.exceptions import FactNotFoundError, SessionClosedError
+from xai.exceptions import FactForgottenError, FactNotFoundError, SessionClosedError
 from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
@@ -32,6 +32,9 @@ __all__ = [
 
 MCP_SOURCE = "mcp"
 """The provenance of what arrives over MCP: the ledger's session id for ``remember``."""
+
+ALREADY_FORGOTTEN = "already forgotten"
+"""``forget``'s answer when the fact was forgotten before (no second decision is made)."""
 
 
 class FactView(BaseModel):
@@ -66,8 +69,13 @@ class Remembered(BaseModel):
 
 
 class Forgotten(BaseModel):
+    """What became of a request to forget a fact."""
+
     fact_id: str
-    decision: str
+    decision: str = Field(
+        description="forget, or 'already forgotten' (an earlier request decided it; "
+        "nothing was written again)"
+    )
 
 
 class SessionAnswer(BaseModel):
@@ -148,6 +156,8 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         """Forget one fact (by the id search_memory or recent_facts gave)."""
         try:
             decision = await agent.forget(fact_id, "forgotten on request over MCP")
+        except FactForgottenError:
+            return Forgotten(fact_id=fact_id, decision=ALREADY_FORGOTTEN)
         except FactNotFoundError as exc:
             raise ToolError(str(exc)) from None
         return Forgotten(fact_id=fact_id, decision=decision.kind)

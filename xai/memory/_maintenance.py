@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from xai.exceptions import FactNotFoundError
+from xai.exceptions import FactForgottenError, FactNotFoundError
 from xai.memory._policy import restates
 from xai.memory._types import Decision, Fact
 from xai.memory._writer import FactStore
@@ -34,6 +34,8 @@ class Maintenance:
             fact = self.store.state.facts.get(fact_id)
             if fact is None:
                 raise FactNotFoundError(fact_id)
+            if fact.status == "forgotten":  # decided once, under the lock: never twice
+                raise FactForgottenError(fact_id)
             gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
             return await self.store.write("forget", reason, (gone,))
 
