@@ -58,6 +58,12 @@ class EpisodeView(BaseModel):
     session_id: str
     at: float = Field(description="Unix time it was said")
     score: float = Field(description="cosine similarity to the query")
+    valid_to: float | None = Field(
+        default=None, description="Unix time what it said stopped holding (None: it holds)"
+    )
+    superseded_by: list[str] = Field(
+        default_factory=list, description="ids of the facts that replaced what it said"
+    )
 
 
 class Remembered(BaseModel):
@@ -106,7 +112,7 @@ def _hit_view(hit: MemoryHit) -> FactView | EpisodeView:
         e = hit.episode
         return EpisodeView(
             id=e.id, text=e.text, speaker=e.speaker, session_id=e.session_id, at=e.at,
-            score=hit.score,
+            score=hit.score, valid_to=hit.valid_to, superseded_by=list(hit.superseded_by),
         )  # fmt: skip
     assert_never(hit)
 
@@ -133,11 +139,16 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
 
     @server.tool()
     async def search_memory(
-        query: str, k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5
+        query: str,
+        k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
+        history: Annotated[
+            bool, Field(description="also what no longer holds (marked with valid_to)")
+        ] = False,
     ) -> list[FactView | EpisodeView]:
         """Search the Agent's long-term memory: the facts and the things said (episodes)
-        that best match the query."""
-        return [_hit_view(hit) for hit in await agent.memory.search(query, k)]
+        that best match the query, only what still holds unless history is asked for."""
+        hits = await agent.memory.search(query, k, current_only=not history)
+        return [_hit_view(hit) for hit in hits]
 
     @server.tool()
     async def remember(

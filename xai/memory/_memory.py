@@ -33,6 +33,7 @@ from xai.memory._prefix import PrefixOrder, compose_prefix
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
 from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
+from xai.memory._validity import EpisodeValidity
 from xai.memory._writer import FactStore
 from xai.messages import Episode, MemoryCandidate
 from xai.providers import Provider
@@ -79,6 +80,7 @@ class LongTermMemory:
         self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
         self._sync = sync
         self._order: tuple[int, PrefixOrder] | None = None
+        self._validity: tuple[int, EpisodeValidity] | None = None
         """The prefix's order of the facts and the store's version it was made at."""
         self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
         self._episode_index: EpisodeIndex | None = None
@@ -292,13 +294,21 @@ class LongTermMemory:
         return Ledger.read_path(self.directory / "ledger.jsonl")
 
     async def search(
-        self, query: str, k: int = 5, *, tiers: Sequence[SearchTier] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        tiers: Sequence[SearchTier] | None = None,
+        current_only: bool = False,
     ) -> list[MemoryHit]:
         """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
         dense and BM25 candidates with their session neighbours, fused with length,
         neighbour, answer, session, speaker and date cues). ``tiers`` limits them to
         facts of those tiers and, with ``"episodes"``, episodes. Each hit's score is its
-        cosine similarity.
+        cosine similarity, and each carries its validity (``current``, ``valid_to``): an
+        episode whose facts were all superseded is stale and ranks below what replaced
+        it (``_validity``); ``current_only`` leaves stale ones out. Facts found are the
+        active ones (superseded ones: ``as_of``).
 
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
         with self.fact_store.repaired_if_unreachable():
@@ -313,7 +323,15 @@ class LongTermMemory:
                 query, self._embed_query, k, facts=self.fact_store.facts, index=index,
                 lexicon=await self.fact_store.lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
+                validity=self.validity(), current_only=current_only,
             )  # fmt: skip
+
+    def validity(self) -> EpisodeValidity:
+        """Which episodes are stale (made again after a write)."""
+        version = self.fact_store.version
+        if self._validity is None or self._validity[0] != version:
+            self._validity = (version, EpisodeValidity(self.fact_store.facts))
+        return self._validity[1]
 
     def _prefix_order(self) -> PrefixOrder:
         """The prefix's order of the facts, made again after a write."""

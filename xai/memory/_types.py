@@ -74,6 +74,15 @@ class ScoredFact(msgspec.Struct, frozen=True, tag_field="kind", tag="fact"):
     score: float
     """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
 
+    @property
+    def current(self) -> bool:
+        """It still holds (not superseded, ``fact.valid_to`` unset)."""
+        return self.fact.valid_to is None and self.fact.status == "active"
+
+    @property
+    def valid_to(self) -> float | None:
+        return self.fact.valid_to
+
 
 class ScoredEpisode(msgspec.Struct, frozen=True, tag_field="kind", tag="episode"):
     """Something said in a Session that ``search`` found (``kind`` is ``"episode"``)."""
@@ -81,6 +90,16 @@ class ScoredEpisode(msgspec.Struct, frozen=True, tag_field="kind", tag="episode"
     episode: Episode
     score: float
     """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
+    valid_to: float | None = None
+    """When what it said stopped holding: every fact drawn from it was superseded (the
+    latest ``valid_to`` of those facts); ``None`` while it is current."""
+    superseded_by: tuple[str, ...] = ()
+    """The ids of the facts that replaced what it said (their evidence ranks above it)."""
+
+    @property
+    def current(self) -> bool:
+        """What it said still holds (some fact drawn from it is active, or none was drawn)."""
+        return self.valid_to is None
 
 
 MemoryHit: TypeAlias = ScoredFact | ScoredEpisode
