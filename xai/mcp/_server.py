@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from xai._http import serve_on_socket
 from xai.agent import Agent
 from xai.exceptions import FactForgottenError, FactNotFoundError, SessionClosedError
-from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
+from xai.memory import Decision, Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
     "FactView",
@@ -163,10 +163,17 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         return _remembered(decisions)
 
     @server.tool()
-    async def forget(fact_id: str) -> Forgotten:
-        """Forget one fact (by the id search_memory or recent_facts gave)."""
+    async def forget(
+        fact_id: str,
+        scope: Annotated[
+            ForgetScope,
+            Field(description="fact: the fact only; evidence: also what was said (its turns)"),
+        ] = "fact",
+    ) -> Forgotten:
+        """Forget one fact (by the id search_memory or recent_facts gave); with scope
+        evidence, what the user said that it came from leaves the search too."""
         try:
-            decision = await agent.forget(fact_id, "forgotten on request over MCP")
+            decision = await agent.forget(fact_id, "forgotten on request over MCP", scope=scope)
         except FactForgottenError:
             return Forgotten(fact_id=fact_id, decision=ALREADY_FORGOTTEN)
         except FactNotFoundError as exc:

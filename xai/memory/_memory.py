@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -32,7 +32,15 @@ from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
-from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
+from xai.memory._types import (
+    Decision,
+    Fact,
+    FactStatus,
+    ForgetScope,
+    MemoryConfig,
+    MemoryHit,
+    Tier,
+)
 from xai.memory._validity import EpisodeValidity
 from xai.memory._writer import FactStore
 from xai.messages import Episode, MemoryCandidate
@@ -160,12 +168,12 @@ class LongTermMemory:
                 self.fact_store.index = index
                 await self._reconcile(indexed)
                 await self._prune_episodes()
-                known = list(self._episodes)
+                known = self._searchable(self._episodes)
                 await episode_index.repair(known)
                 # Episodes recorded while it was repaired found no index to queue them in:
                 # queued here, with no await before it is published, so none is missed.
                 seen = {e.id for e in known}
-                episode_index.add([e for e in self._episodes if e.id not in seen])
+                episode_index.add([e for e in self._searchable(self._episodes) if e.id not in seen])
                 self._episode_index = episode_index
                 if not (self.directory / _EMBEDDER_FILE).exists():
                     data = msgspec.json.encode({"embedder": self.embedder.name})
@@ -257,7 +265,8 @@ class LongTermMemory:
         the next search embeds them first. How many were new."""
         fresh = await self._episodes.record(episodes)
         if self._episode_index is not None:
-            self._episode_index.add(fresh)  # embedded by the next search (or index_episodes)
+            # embedded by the next search (or index_episodes)
+            self._episode_index.add(self._searchable(fresh))
             await self._prune_episodes()
         return len(fresh)
 
@@ -381,8 +390,22 @@ class LongTermMemory:
         """Confidence decayed by time since last seen (L2 does not decay)."""
         return self._maintenance.strength(fact, now)
 
-    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
-        return await self._maintenance.forget(fact_id, reason)
+    async def forget(
+        self, fact_id: str, reason: str = "forgotten on request", *, scope: ForgetScope = "fact"
+    ) -> Decision:
+        """Forget the fact (one ``forget`` decision; ``FactForgottenError`` if it was already,
+        with this scope or a wider one). ``scope="evidence"``: what was said goes too, its
+        evidence episodes leave the search index (they stay in ``episodes.jsonl``)."""
+        decision = await self._maintenance.forget(fact_id, reason, scope)
+        if scope == "evidence" and self._episode_index is not None:
+            gone = [e for f in decision.facts for e in f.evidence]
+            await self._episode_index.remove(gone)
+        return decision
+
+    def _searchable(self, episodes: Iterable[Episode]) -> list[Episode]:
+        """``episodes`` less those forgotten with their fact."""
+        withdrawn = self.validity().withdrawn
+        return [e for e in episodes if e.id not in withdrawn]
 
     async def maintain(self) -> list[Decision]:
         """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""

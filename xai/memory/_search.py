@@ -191,6 +191,8 @@ async def search_hits(
     With ``validity`` (some episodes are stale), ranked deeper by ``_STALE_DEPTH`` and
     reordered so that each stale episode comes below what replaced it (``current_first``)."""
     stale = validity is not None and bool(validity.stale)
+    # (withdrawn episodes leave the index when forgotten; the filter covers the moment
+    # between the ledger's decision and the index's removal)
     depth = k + _STALE_DEPTH if stale else k
     ranked, vector = await gather_and_rank(
         query, embed, depth, facts=facts, index=index, lexicon=lexicon,
@@ -200,7 +202,9 @@ async def search_hits(
     for item, _ in ranked:
         if item.kind == "fact":
             hits.append(ScoredFact(facts[item.id], item.dense))
-        elif (episode := episodes.get(item.id)) is not None:
+        elif (episode := episodes.get(item.id)) is not None and (
+            validity is None or episode.id not in validity.withdrawn
+        ):
             hits.append(ScoredEpisode(episode, item.dense))
     if validity is None or not stale:
         return hits[:k]

@@ -15,6 +15,7 @@ __all__ = [
     "DecisionKind",
     "Fact",
     "FactStatus",
+    "ForgetScope",
     "MemoryConfig",
     "MemoryHit",
     "ScoredEpisode",
@@ -26,6 +27,10 @@ Tier: TypeAlias = Literal["L1", "L2"]
 """L1: tentative points from Sessions; L2: stable facts (recurring or judged important)."""
 
 FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
+
+ForgetScope: TypeAlias = Literal["fact", "evidence"]
+"""What ``forget`` removes: ``fact``, the fact only (search, prefix); ``evidence``, the fact
+and what was said (its evidence episodes leave the search index too)."""
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +62,9 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     older than this field, means ``first_seen``)."""
     valid_to: float | None = None
     """When it stopped holding: set when it is superseded; ``None`` while it holds."""
+    forget_scope: ForgetScope | None = None
+    """Set when it was forgotten: what went with it (``evidence``: its episodes are out of
+    search too, derived from this field on every open)."""
 
     def __post_init__(self) -> None:
         if not self.valid_from:

@@ -28,9 +28,9 @@ class _Stale(msgspec.Struct, frozen=True):
 
 
 class EpisodeValidity:
-    """The stale episodes of a set of facts (made again when the facts change)."""
+    """The stale and the withdrawn episodes of a set of facts (made again when they change)."""
 
-    __slots__ = ("_facts", "stale")
+    __slots__ = ("_facts", "stale", "withdrawn")
 
     def __init__(self, facts: Mapping[str, Fact]) -> None:
         self._facts = facts
@@ -38,6 +38,13 @@ class EpisodeValidity:
         for fact in facts.values():
             for episode_id in fact.evidence:
                 cited.setdefault(episode_id, []).append(fact)
+        self.withdrawn = frozenset(
+            e
+            for f in facts.values()
+            if f.status == "forgotten" and f.forget_scope == "evidence"
+            for e in f.evidence
+        )
+        """Episodes forgotten with their fact (``forget(scope="evidence")``): never found."""
         self.stale: dict[str, _Stale] = {}
         for episode_id, drawn in cited.items():
             if any(f.status == "active" for f in drawn):
@@ -69,7 +76,11 @@ class EpisodeValidity:
         for fact_id in stale.successors:
             fact = self._facts.get(fact_id)
             if fact is not None:
-                out.extend(e for e in fact.evidence if e not in self.stale and e not in out)
+                out.extend(
+                    e
+                    for e in fact.evidence
+                    if e not in self.stale and e not in self.withdrawn and e not in out
+                )
         return out
 
     def mark(self, hit: MemoryHit) -> MemoryHit:
