@@ -187,7 +187,7 @@ _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+")
 """An e-mail address or a URL: one value (its parts are not words of the statement)."""
 _CHANGE = re.compile(
     r"\b(?:now|nowadays|these days|no longer|any ?more|chang(?:e|ed|ing)|switch(?:ed|ing)?|"
-    r"mov(?:e|ed|ing)|relocat(?:e|ed|ing)|start(?:ed|ing)?|new|renam(?:e|ed)|went (?:up|down)|"
+    r"mov(?:e|ed|ing) (?:to|into|out|in)|relocat(?:e|ed|ing)|(?:my|our|\w+'s|started (?:a|my)) new|a new job|renam(?:e|ed)|went (?:up|down)|"
     r"bec(?:a|o)me|instead|quit|stopped)\b",
     re.IGNORECASE,
 )
