@@ -7,7 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
+from xai.agent import Agent, AgentConfig
+from xai.mcp import agent_mcp_server
 from xai.memory import (
     LongTermMemory,
     MemoryConfig,
@@ -17,6 +20,7 @@ from xai.memory import (
     local_minilm,
 )
 from xai.messages import Episode, MemoryCandidate
+from xai.testing import ScriptedProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -100,3 +104,27 @@ async def test_a_superseded_value_ranks_below_the_new_one_and_is_marked(tmp_path
         hits = await memory.search("Where do I live?", 5, tiers=["episodes"])
         ids = [h.episode.id for h in hits if isinstance(h, ScoredEpisode)]
         assert ids.index(lisbon) < ids.index(porto), ids
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the MCP SDK's in-memory transport
+async def test_the_search_tools_show_what_holds_unless_asked_for_history(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    clock = Clock()
+    config = AgentConfig(memory=MemoryConfig(use_judge=False))
+    async with Agent(tmp_path, ScriptedProvider([]), config=config) as agent:
+        agent.memory.fact_store.clock = clock  # the 60 days pass on this clock
+        porto = await tell(agent.memory, clock, "s1", "I live in Porto.", 1)
+        clock.now += 60 * DAY
+        await tell(agent.memory, clock, "s2", "I live in Lisbon now.", 2)
+        async with Client(agent_mcp_server(agent)) as client:
+            now = await client.call_tool("search_memory", {"query": "Where do I live?", "k": 10})
+            assert now.structured_content is not None
+            shown = now.structured_content["result"]
+            assert "Lisbon" in shown[0]["text"]
+            assert not any("Porto" in h["text"] for h in shown), shown
+            asked = {"query": "Where do I live?", "k": 10, "history": True}
+            then = await client.call_tool("search_memory", asked)
+            assert then.structured_content is not None
+            (stale,) = [h for h in then.structured_content["result"] if h["id"] == porto]
+            assert stale["valid_to"] is not None and stale["superseded_by"]
