@@ -22,6 +22,7 @@ retry may help.
     │   │   ├── AgentNotFoundError  a host request about an Agent that does not exist (agent_id)
     │   │   ├── SessionNotFoundError  no Session by that id was ever opened there
     │   │   ├── FactNotFoundError   no fact by that id in the Agent's memory
+    │   │   │   └── FactForgottenError  that fact was forgotten already (a repeated forget)
     │   │   └── WakeupNotFoundError no wake-up by that id
     │   ├── EventsExpiredError      events no longer kept for a reader (first, last)
     │   └── IdempotencyKeyReusedError  a host request's key was used for another request
@@ -65,6 +66,7 @@ __all__ = [
     "ContextTooLongError",
     "DiskFullError",
     "EventsExpiredError",
+    "FactForgottenError",
     "FactNotFoundError",
     "IdempotencyKeyReusedError",
     "InputError",
@@ -215,6 +217,14 @@ class FactNotFoundError(NotFoundError):
 
     def __init__(self, fact_id: str) -> None:
         super().__init__("fact", fact_id)
+
+
+class FactForgottenError(FactNotFoundError):
+    """The fact was forgotten already: a repeated ``forget`` decides nothing and writes no
+    ledger record (three concurrent requests to forget one fact make one decision)."""
+
+    def __init__(self, fact_id: str) -> None:
+        NotFoundError.__init__(self, "fact", fact_id, f"fact {fact_id!r} is already forgotten")
 
 
 class WakeupNotFoundError(NotFoundError):

@@ -162,9 +162,19 @@ class Adjudication:
             session_id=source,
             created_at=now,
         )
-        decisions = await self.decide((candidate,), source)  # traced as any adjudication
-        self.announce(None, decisions)
-        return decisions
+        # Queued like a Session's candidates: requests that arrive together are decided in
+        # one pass (30 concurrent MCP ``remember`` calls each used to adjudicate alone).
+        done = anyio.Event()
+        job = Job(source, (candidate,), None, done, request=True)
+        if await self.enqueue(job):
+            await done.wait()
+        if job.error is not None:
+            raise job.error
+        if not job.decided:
+            raise AdjudicationStopped(
+                f"agent {self.agent_id} stopped deciding memory: {text!r} was not remembered"
+            )
+        return job.decisions
 
     async def announced(self, deciding: Awaitable[Decision | list[Decision]]) -> list[Decision]:
         """The decisions ``deciding`` makes (the memory's own: maintenance, forgetting),
@@ -202,8 +212,11 @@ class Adjudication:
         try:
             decisions = await self.decide(self._checked(job), job.session_id)
             self._settle(job, decisions)
-        except Exception:
-            _log.exception("agent.adjudication_failed", session_id=job.session_id)
+        except Exception as exc:
+            if job.request:
+                job.error = exc  # the caller hears of it
+            else:
+                _log.exception("agent.adjudication_failed", session_id=job.session_id)
 
     async def _together(self, batch: Sequence[Job]) -> bool:
         """The candidates of every job of ``batch`` in one ``memory.adjudicate`` call, each
@@ -235,7 +248,11 @@ class Adjudication:
             # whose hook could not wait for it.
             job.session.acknowledge_candidates(c.id for c in job.candidates)
         job.decided = True
-        self.announce(job.session_id or None, decisions)
+        if job.request:
+            job.decisions = list(decisions)
+            self.announce(None, decisions)  # asked from outside any Session
+        else:
+            self.announce(job.session_id or None, decisions)
 
     # -- the task ----------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ from xai.agent._tools import memory_search_tool
 from xai.events import AgentEvent, SessionOpened
 from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedError
 from xai.logs import bind_ids, get_logger
-from xai.memory import Decision, Embedder, IndexStore, LongTermMemory
+from xai.memory import Decision, Embedder, ForgetScope, IndexStore, LongTermMemory
 from xai.messages import CandidateKind, Origin
 from xai.providers import Provider
 from xai.session import Hub, OverflowPolicy, Session, SessionConfig, Subscription, SystemPrompt
@@ -352,8 +352,16 @@ class Agent(AsyncContextManagerMixin):
         """Decay weak tentative facts and merge duplicate stable ones; observers hear of each."""
         return await self._adjudication.announced(self.memory.maintain())
 
-    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
-        (decision,) = await self._adjudication.announced(self.memory.forget(fact_id, reason))
+    async def forget(
+        self, fact_id: str, reason: str = "forgotten on request", *, scope: ForgetScope = "fact"
+    ) -> Decision:
+        """Forget the fact ``fact_id`` (one ledger decision, announced): with ``scope="fact"``
+        it leaves search and the prefix; with ``"evidence"`` what was said goes too (its
+        evidence episodes leave search). ``FactNotFoundError`` if there is none;
+        ``FactForgottenError`` (a subclass) if it was forgotten already (with that scope or
+        a wider one): concurrent requests to forget one fact make exactly one decision."""
+        forgetting = self.memory.forget(fact_id, reason, scope=scope)
+        (decision,) = await self._adjudication.announced(forgetting)
         return decision
 
     async def remember(

@@ -17,9 +17,16 @@ __all__ = ["Job", "decisions_by_job", "drain", "grounded_in"]
 
 class Job:
     """Candidates of one Session for the adjudicator. ``done`` is set when the job is over
-    (``decided`` says whether its candidates were decided and acknowledged)."""
+    (``decided`` says whether its candidates were decided and acknowledged).
 
-    __slots__ = ("candidates", "decided", "done", "session", "session_id")
+    A request from outside any Session (``Agent.remember``) is a job too, with
+    ``request=True``: ``session_id`` is then its provenance (``"mcp"``), its decisions are
+    kept in ``decisions`` for the caller and announced as no Session's, and ``error`` is
+    what failed it. Concurrent requests queue behind one adjudication pass this way (one
+    embedding call, one neighbour query, one ledger sync for all of them)."""
+
+    __slots__ = ("candidates", "decided", "decisions", "done", "error", "request", "session",
+                 "session_id")  # fmt: skip
 
     def __init__(
         self,
@@ -27,12 +34,17 @@ class Job:
         candidates: tuple[MemoryCandidate, ...],
         session: Session | None,
         done: anyio.Event | None,
+        *,
+        request: bool = False,
     ) -> None:
         self.session_id = session_id
         self.candidates = candidates
         self.session: Session | None = session
         self.done: anyio.Event | None = done
         self.decided = False
+        self.request = request
+        self.decisions: list[Decision] = []
+        self.error: Exception | None = None
 
 
 def grounded_in(history: Sequence[Message], candidate: MemoryCandidate) -> bool:

@@ -17,15 +17,18 @@ def memory_search_tool(memory: LongTermMemory) -> Tool:
     (A Session never reads the store itself; this tool is the Agent's.)
     """
 
-    async def search_memory(query: str, k: int = 5) -> list[dict[str, Any]]:
+    async def search_memory(query: str, k: int = 5, history: bool = False) -> list[dict[str, Any]]:
         """Search what you remember about the user and earlier conversations: facts you
         learned, and things said (by the user or by you) with who said them and when.
+        Only what still holds, unless you ask for history.
 
         Args:
             query: What to look for, in a few words.
             k: How many results to return (1-20).
+            history: Also what no longer holds (things said that were since replaced,
+                marked with when they stopped holding).
         """
-        hits = await memory.search(query, max(1, min(k, 20)))
+        hits = await memory.search(query, max(1, min(k, 20)), current_only=not history)
         return [render_hit(hit) for hit in hits]
 
     return Tool(search_memory)
@@ -54,5 +57,6 @@ def render_hit(hit: MemoryHit) -> dict[str, Any]:
             "when": _day(episode.at),
             "conversation": episode.session_id,
             "relevance": round(hit.score, 3),
+            **({} if hit.valid_to is None else {"no_longer_holds_since": _day(hit.valid_to)}),
         }
     assert_never(hit)

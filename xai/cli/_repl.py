@@ -24,8 +24,13 @@ from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState,
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
-from xai.exceptions import ConfigurationError, FactNotFoundError, WakeupNotFoundError
-from xai.memory import Fact, MemoryHit, ScoredEpisode, ScoredFact
+from xai.exceptions import (
+    ConfigurationError,
+    FactForgottenError,
+    FactNotFoundError,
+    WakeupNotFoundError,
+)
+from xai.memory import Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 from xai.providers import OpenAIProvider
 from xai.session import Session
 
@@ -36,7 +41,7 @@ HELP = """commands:
   /new                       close this conversation (it is remembered) and start another
   /sessions                  open Sessions
   /memory [query]            what the Agent remembers (tier, times seen, from which Sessions)
-  /forget ID                 forget a fact
+  /forget ID [evidence]      forget a fact (evidence: and what was said)
   /persona                   who the Agent is
   /wake                      list wake-ups
   /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
@@ -91,9 +96,12 @@ class Repl:
         elif name == "/memory":
             await self._memory(" ".join(args))
         elif name == "/forget" and args:
+            scope: ForgetScope = "evidence" if args[1:] == ["evidence"] else "fact"
             try:
-                await agent.forget(args[0])
+                await agent.forget(args[0], scope=scope)
                 self.render.line(f"forgotten: {args[0]}")
+            except FactForgottenError:
+                self.render.line(f"already forgotten: {args[0]}")
             except FactNotFoundError as exc:
                 self.render.line(f"error: {error_line(exc)}")
         elif name == "/persona":

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from xai._http import serve_on_socket
 from xai.agent import Agent
-from xai.exceptions import FactNotFoundError, SessionClosedError
-from xai.memory import Decision, Fact, MemoryHit, ScoredEpisode, ScoredFact
+from xai.exceptions import FactForgottenError, FactNotFoundError, SessionClosedError
+from xai.memory import Decision, Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
     "FactView",
@@ -32,6 +32,9 @@ __all__ = [
 
 MCP_SOURCE = "mcp"
 """The provenance of what arrives over MCP: the ledger's session id for ``remember``."""
+
+ALREADY_FORGOTTEN = "already forgotten"
+"""``forget``'s answer when the fact was forgotten before (no second decision is made)."""
 
 
 class FactView(BaseModel):
@@ -55,6 +58,12 @@ class EpisodeView(BaseModel):
     session_id: str
     at: float = Field(description="Unix time it was said")
     score: float = Field(description="cosine similarity to the query")
+    valid_to: float | None = Field(
+        default=None, description="Unix time what it said stopped holding (None: it holds)"
+    )
+    superseded_by: list[str] = Field(
+        default_factory=list, description="ids of the facts that replaced what it said"
+    )
 
 
 class Remembered(BaseModel):
@@ -66,8 +75,13 @@ class Remembered(BaseModel):
 
 
 class Forgotten(BaseModel):
+    """What became of a request to forget a fact."""
+
     fact_id: str
-    decision: str
+    decision: str = Field(
+        description="forget, or 'already forgotten' (an earlier request decided it; "
+        "nothing was written again)"
+    )
 
 
 class SessionAnswer(BaseModel):
@@ -98,7 +112,7 @@ def _hit_view(hit: MemoryHit) -> FactView | EpisodeView:
         e = hit.episode
         return EpisodeView(
             id=e.id, text=e.text, speaker=e.speaker, session_id=e.session_id, at=e.at,
-            score=hit.score,
+            score=hit.score, valid_to=hit.valid_to, superseded_by=list(hit.superseded_by),
         )  # fmt: skip
     assert_never(hit)
 
@@ -125,11 +139,16 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
 
     @server.tool()
     async def search_memory(
-        query: str, k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5
+        query: str,
+        k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
+        history: Annotated[
+            bool, Field(description="also what no longer holds (marked with valid_to)")
+        ] = False,
     ) -> list[FactView | EpisodeView]:
         """Search the Agent's long-term memory: the facts and the things said (episodes)
-        that best match the query."""
-        return [_hit_view(hit) for hit in await agent.memory.search(query, k)]
+        that best match the query, only what still holds unless history is asked for."""
+        hits = await agent.memory.search(query, k, current_only=not history)
+        return [_hit_view(hit) for hit in hits]
 
     @server.tool()
     async def remember(
@@ -144,10 +163,19 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         return _remembered(decisions)
 
     @server.tool()
-    async def forget(fact_id: str) -> Forgotten:
-        """Forget one fact (by the id search_memory or recent_facts gave)."""
+    async def forget(
+        fact_id: str,
+        scope: Annotated[
+            ForgetScope,
+            Field(description="fact: the fact only; evidence: also what was said (its turns)"),
+        ] = "fact",
+    ) -> Forgotten:
+        """Forget one fact (by the id search_memory or recent_facts gave); with scope
+        evidence, what the user said that it came from leaves the search too."""
         try:
-            decision = await agent.forget(fact_id, "forgotten on request over MCP")
+            decision = await agent.forget(fact_id, "forgotten on request over MCP", scope=scope)
+        except FactForgottenError:
+            return Forgotten(fact_id=fact_id, decision=ALREADY_FORGOTTEN)
         except FactNotFoundError as exc:
             raise ToolError(str(exc)) from None
         return Forgotten(fact_id=fact_id, decision=decision.kind)

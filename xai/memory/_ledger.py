@@ -74,6 +74,7 @@ class FactChange(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             and new.sources[: len(old.sources)] == old.sources
             and new.supersedes[: len(old.supersedes)] == old.supersedes
             and new.evidence[: len(old.evidence)] == old.evidence
+            and new.forget_scope == old.forget_scope  # (a forgetting is written whole)
         )
         if not grown:
             return None

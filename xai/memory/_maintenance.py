@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from xai.exceptions import FactNotFoundError
+from xai.exceptions import FactForgottenError, FactNotFoundError
 from xai.memory._policy import restates
-from xai.memory._types import Decision, Fact
+from xai.memory._types import Decision, Fact, ForgetScope
 from xai.memory._writer import FactStore
 
 __all__ = ["Maintenance"]
@@ -27,14 +27,22 @@ class Maintenance:
         age = max(0.0, (now if now is not None else self.store.clock()) - fact.last_seen)
         return float(fact.confidence * 0.5 ** (age / (self.store.config.l1_half_life_days * _DAY)))
 
-    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
+    async def forget(
+        self, fact_id: str, reason: str = "forgotten on request", scope: ForgetScope = "fact"
+    ) -> Decision:
         lock = self.store.require_lock()
         await self.store.ensure_index()
         async with lock, self.store.batch():
             fact = self.store.state.facts.get(fact_id)
             if fact is None:
                 raise FactNotFoundError(fact_id)
-            gone = msgspec.structs.replace(fact, status="forgotten", version=fact.version + 1)
+            if fact.status == "forgotten" and (  # decided once, under the lock: never twice
+                fact.forget_scope == scope or fact.forget_scope == "evidence"
+            ):
+                raise FactForgottenError(fact_id)
+            gone = msgspec.structs.replace(
+                fact, status="forgotten", forget_scope=scope, version=fact.version + 1
+            )
             return await self.store.write("forget", reason, (gone,))
 
     async def maintain(self) -> list[Decision]:

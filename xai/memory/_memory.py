@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -32,7 +32,16 @@ from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
-from xai.memory._types import Decision, Fact, FactStatus, MemoryConfig, MemoryHit, Tier
+from xai.memory._types import (
+    Decision,
+    Fact,
+    FactStatus,
+    ForgetScope,
+    MemoryConfig,
+    MemoryHit,
+    Tier,
+)
+from xai.memory._validity import EpisodeValidity
 from xai.memory._writer import FactStore
 from xai.messages import Episode, MemoryCandidate
 from xai.providers import Provider
@@ -79,6 +88,7 @@ class LongTermMemory:
         self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
         self._sync = sync
         self._order: tuple[int, PrefixOrder] | None = None
+        self._validity: tuple[int, EpisodeValidity] | None = None
         """The prefix's order of the facts and the store's version it was made at."""
         self._episodes = EpisodeStore(self.directory / EPISODES_FILE, sync=sync)
         self._episode_index: EpisodeIndex | None = None
@@ -173,12 +183,12 @@ class LongTermMemory:
                 self.fact_store.index = index
                 await self._reconcile(indexed)
                 await self._prune_episodes()
-                known = list(self._episodes)
+                known = self._searchable(self._episodes)
                 await episode_index.repair(known)
                 # Episodes recorded while it was repaired found no index to queue them in:
                 # queued here, with no await before it is published, so none is missed.
                 seen = {e.id for e in known}
-                episode_index.add([e for e in self._episodes if e.id not in seen])
+                episode_index.add([e for e in self._searchable(self._episodes) if e.id not in seen])
                 self._episode_index = episode_index
                 if not (self.directory / _EMBEDDER_FILE).exists():
                     data = msgspec.json.encode({"embedder": self.embedder.name})
@@ -270,7 +280,8 @@ class LongTermMemory:
         the next search embeds them first. How many were new."""
         fresh = await self._episodes.record(episodes)
         if self._episode_index is not None:
-            self._episode_index.add(fresh)  # embedded by the next search (or index_episodes)
+            # embedded by the next search (or index_episodes)
+            self._episode_index.add(self._searchable(fresh))
             await self._prune_episodes()
         return len(fresh)
 
@@ -307,13 +318,21 @@ class LongTermMemory:
         return Ledger.read_path(self.directory / "ledger.jsonl")
 
     async def search(
-        self, query: str, k: int = 5, *, tiers: Sequence[SearchTier] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        tiers: Sequence[SearchTier] | None = None,
+        current_only: bool = False,
     ) -> list[MemoryHit]:
         """The ``k`` facts and episodes that best match ``query``, best first (``_recall``:
         dense and BM25 candidates with their session neighbours, fused with length,
         neighbour, answer, session, speaker and date cues). ``tiers`` limits them to
         facts of those tiers and, with ``"episodes"``, episodes. Each hit's score is its
-        cosine similarity.
+        cosine similarity, and each carries its validity (``current``, ``valid_to``): an
+        episode whose facts were all superseded is stale and ranks below what replaced
+        it (``_validity``); ``current_only`` leaves stale ones out. Facts found are the
+        active ones (superseded ones: ``as_of``).
 
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
         with self.fact_store.repaired_if_unreachable():
@@ -328,7 +347,15 @@ class LongTermMemory:
                 query, self._embed_query, k, facts=self.fact_store.facts, index=index,
                 lexicon=await self.fact_store.lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
+                validity=self.validity(), current_only=current_only,
             )  # fmt: skip
+
+    def validity(self) -> EpisodeValidity:
+        """Which episodes are stale (made again after a write)."""
+        version = self.fact_store.version
+        if self._validity is None or self._validity[0] != version:
+            self._validity = (version, EpisodeValidity(self.fact_store.facts))
+        return self._validity[1]
 
     def _prefix_order(self) -> PrefixOrder:
         """The prefix's order of the facts, made again after a write."""
@@ -378,8 +405,22 @@ class LongTermMemory:
         """Confidence decayed by time since last seen (L2 does not decay)."""
         return self._maintenance.strength(fact, now)
 
-    async def forget(self, fact_id: str, reason: str = "forgotten on request") -> Decision:
-        return await self._maintenance.forget(fact_id, reason)
+    async def forget(
+        self, fact_id: str, reason: str = "forgotten on request", *, scope: ForgetScope = "fact"
+    ) -> Decision:
+        """Forget the fact (one ``forget`` decision; ``FactForgottenError`` if it was already,
+        with this scope or a wider one). ``scope="evidence"``: what was said goes too, its
+        evidence episodes leave the search index (they stay in ``episodes.jsonl``)."""
+        decision = await self._maintenance.forget(fact_id, reason, scope)
+        if scope == "evidence" and self._episode_index is not None:
+            gone = [e for f in decision.facts for e in f.evidence]
+            await self._episode_index.remove(gone)
+        return decision
+
+    def _searchable(self, episodes: Iterable[Episode]) -> list[Episode]:
+        """``episodes`` less those forgotten with their fact."""
+        withdrawn = self.validity().withdrawn
+        return [e for e in episodes if e.id not in withdrawn]
 
     async def maintain(self) -> list[Decision]:
         """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""

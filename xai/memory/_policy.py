@@ -10,7 +10,9 @@ judge's verdicts in judge mode (docs/memory.md, "Adjudication policy").
   the opposite polarity (a negation flip adding no content word and keeping at
   least half of the fact's), or a changed value of a single-valued attribute
   (where one lives, works, is called, how old, a favourite): exactly one value
-  word swapped, not in subject position. Supersede.
+  word swapped, not in subject position; or a change the candidate announces ("now",
+  "moved to", "no longer", "changed to", ...) of the same subject's value
+  (``_changed_value``). Supersede.
 - everything else that is related is **distinct**: add it as its own fact.
 """
 
@@ -163,12 +165,14 @@ _TIME = frozenset(
         "pm",
     ]
 )
+_TIMES = _TIME | frozenset(w for t in _TIME for w in lexical_tokens(t)[:1])
+"""The time words and their stems ("morning" is "morn" among content words)."""
 _CLASSES: dict[str, tuple[str, ...]] = {
     # single-valued attributes: a changed value is a contradiction
     "=reside": ("live", "lives", "lived", "living", "move", "moved", "moving", "relocated",
                 "relocate", "reside", "resides", "based", "home"),
     "=work": ("work", "works", "worked", "working", "job", "employed", "employer"),
-    "=name": ("name", "named", "called"),
+    "=name": ("name", "named", "called", "renamed"),
     "=age": ("age", "aged", "old"),
     "=favorite": ("favorite", "favourite", "fav", "favorites", "favourites"),
     # synonyms: a paraphrase restates
@@ -176,6 +180,25 @@ _CLASSES: dict[str, tuple[str, ...]] = {
               "enjoyed", "adore", "adores", "fond"),
     "~own": ("own", "owns", "owned", "got"),
 }  # fmt: skip
+_POSSESSIVE = re.compile(r"\b(?:my|our|\w+'s)\s+((?:new\s+)?\w+(?:\s+\w+)?)", re.IGNORECASE)
+_STATE = re.compile(r"\s*(?:i am|i'm|the user is|user is|they are|he is|she is)\b", re.IGNORECASE)
+"""A statement of what the subject itself is ("I am single", "The user is vegan")."""
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+")
+"""An e-mail address or a URL: one value (its parts are not words of the statement)."""
+_CHANGE = re.compile(
+    r"\b(?:now|nowadays|these days|no longer|any ?more|chang(?:e|ed|ing)|switch(?:ed|ing)?|"
+    r"mov(?:e|ed|ing) (?:to|into|out|in)|relocat(?:e|ed|ing)|(?:my|our|\w+'s|started (?:a|my)) new|a new job|renam(?:e|ed)|went (?:up|down)|"
+    r"bec(?:a|o)me|instead|quit|stopped)\b",
+    re.IGNORECASE,
+)
+"""Words that say a value changed ("I live in Lisbon now", "moved to", "no longer",
+"started a new job", "changed to"): chosen on the ``choose`` half of
+``tests/data/value_changes.jsonl`` (``bench/value_changes.py``)."""
+_MARKERS = frozenset(
+    ["chang", "switch", "start", "new", "renam", "went", "becam", "becom", "instead",
+     "nowadai", "down"]
+)  # fmt: skip
+"""The change words as ``_words`` gives them (stemmed): not part of the value."""
 _CANON = {word: cls for cls, words in _CLASSES.items() for word in words}
 _SINGLE_VALUED = frozenset(c for c in _CLASSES if c.startswith("="))
 
@@ -189,6 +212,7 @@ def _words(text: str) -> tuple[str, ...]:
     """Content words in order (negations, filler and the header left out); cached: a
     fact is compared with many candidates."""
     body = _NEGATION.sub(" ", _HEADER.sub("", text, count=1))
+    body = _ADDRESS.sub(lambda m: re.sub(r"\W", "", m.group()), body)  # one value, one word
     out: list[str] = []
     for raw in re.findall(r"[A-Za-z0-9]+", body.lower()):
         if raw in _FILLER:
@@ -211,7 +235,7 @@ def content_words(text: str) -> frozenset[str]:
 
 def _attribute(words: frozenset[str]) -> frozenset[str]:
     """Content words that are not times or dates."""
-    return frozenset(w for w in words if w not in _TIME and not w.isdigit())
+    return frozenset(w for w in words if w not in _TIMES and not w.isdigit())
 
 
 @functools.lru_cache(maxsize=8192)
@@ -241,6 +265,41 @@ def _value_changed(candidate: str, fact: str) -> bool:
     return not subject(fresh, c_order) and not subject(old, f_order)
 
 
+def changed(text: str) -> bool:
+    """The statement says a value changed: it has a change word (``_CHANGE``)."""
+    return _CHANGE.search(_HEADER.sub("", text, count=1)) is not None
+
+
+def _changed_value(candidate: str, fact: str) -> bool:
+    """A change word in the candidate, the same subject (``_subject``), and a new value:
+    1-3 words swapped (times too: "night shifts" -> "day shifts") with a shared attribute
+    left; a state of the subject itself ("I am single" -> "I am married now"); or, negated,
+    nothing added ("no longer has a dog" against "has a dog named Rex")."""
+    if not changed(candidate):
+        return False
+    c = frozenset(w for w in _words(candidate) if w not in _MARKERS)
+    f = frozenset(w for w in _words(fact) if w not in _MARKERS)
+    if not c or not f or not _subject(candidate) <= f or not _subject(fact) <= c:
+        return False  # another subject ("my sister lives in ..." against "I live in ...")
+    if negated(candidate) != negated(fact):
+        return c <= f
+    if len(c) == len(f) == 1 and _STATE.match(candidate) and _STATE.match(fact):
+        return c != f
+    new, lost = c - f, f - c
+    return 1 <= len(new) <= 3 and 1 <= len(lost) <= 3 and bool(_attribute(c & f))
+
+
+def _subject(text: str) -> frozenset[str]:
+    """Whose attribute it is: the noun after a possessive ("my sister", "the user's
+    favourite colour"); none for "I" or "the user" themselves."""
+    found = _POSSESSIVE.search(_HEADER.sub("", text, count=1))
+    if found is None:
+        return frozenset()
+    words = [w for w in _words(found.group(1)) if w not in _MARKERS]
+    # One noun ("my sister"), two after "favourite" ("favourite colour" is not "food").
+    return frozenset(words[:2] if words[:1] == ["=favorite"] else words[:1])
+
+
 def _digits(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if w.isdigit())
 
@@ -252,8 +311,10 @@ def contradicts(candidate: str, fact: str) -> bool:
         return False
     if negated(candidate) != negated(fact):
         shared = _attribute(c & f)
-        return c <= f and len(shared) >= max(1, -(-2 * len(_attribute(f)) // 3))
-    return _value_changed(candidate, fact)
+        if c <= f and len(shared) >= max(1, -(-2 * len(_attribute(f)) // 3)):
+            return True
+        return _changed_value(candidate, fact)
+    return _value_changed(candidate, fact) or _changed_value(candidate, fact)
 
 
 def relation(candidate: str, fact: str) -> Relation:

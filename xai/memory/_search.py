@@ -44,6 +44,7 @@ from xai.memory._index import VectorIndex, cosines
 from xai.memory._lexical import LexicalIndex
 from xai.memory._recall import PoolItem, RecallWeights, rank, rank_apart
 from xai.memory._types import Fact, MemoryHit, ScoredEpisode, ScoredFact
+from xai.memory._validity import EpisodeValidity, current_first
 
 __all__ = ["SearchTier", "gather_and_rank", "search_hits"]
 
@@ -78,8 +79,9 @@ async def gather_and_rank(
     episodes: EpisodeIndex | None,
     tiers: Sequence[SearchTier] | None,
     weights: RecallWeights,
-) -> list[tuple[PoolItem, float]]:
-    """The ``k`` best facts and episodes for ``query`` and their fused scores, best first."""
+) -> tuple[list[tuple[PoolItem, float]], np.ndarray]:
+    """The ``k`` best facts and episodes for ``query`` and their fused scores, best first;
+    and the query's vector."""
     fact_tiers = [t for t in tiers if t != "episodes"] if tiers else None
     want_facts = fact_tiers is None or bool(fact_tiers)
     corpus = episodes.corpus if episodes is not None else None
@@ -140,11 +142,11 @@ async def gather_and_rank(
             got.episode_words = corpus.words(query, weights)
     pool = _fact_pool(facts, index, got, wanted) if want_facts else []
     if not want_episodes or corpus is None:
-        return rank(query, pool, weights, k)
+        return rank(query, pool, weights, k), got.vector
     episode_pool = corpus.columns(
         query, got.vector, weights, nearest=got.episode_nearest, words=got.episode_words
     )
-    return rank_apart(query, pool, episode_pool, weights, k)
+    return rank_apart(query, pool, episode_pool, weights, k), got.vector
 
 
 def _fact_pool(
@@ -182,19 +184,45 @@ async def search_hits(
     episode_index: EpisodeIndex | None,
     tiers: Sequence[SearchTier] | None,
     weights: RecallWeights,
+    validity: EpisodeValidity | None = None,
+    current_only: bool = False,
 ) -> list[MemoryHit]:
-    """``gather_and_rank``'s items as hits: each fact or episode with its cosine similarity."""
-    ranked = await gather_and_rank(
-        query, embed, k, facts=facts, index=index, lexicon=lexicon,
+    """``gather_and_rank``'s items as hits: each fact or episode with its cosine similarity.
+    With ``validity`` (some episodes are stale), ranked deeper by ``_STALE_DEPTH`` and
+    reordered so that each stale episode comes below what replaced it (``current_first``)."""
+    stale = validity is not None and bool(validity.stale)
+    # (withdrawn episodes leave the index when forgotten; the filter covers the moment
+    # between the ledger's decision and the index's removal)
+    depth = k + _STALE_DEPTH if stale else k
+    ranked, vector = await gather_and_rank(
+        query, embed, depth, facts=facts, index=index, lexicon=lexicon,
         episodes=episode_index, tiers=tiers, weights=weights,
     )  # fmt: skip
     hits: list[MemoryHit] = []
     for item, _ in ranked:
         if item.kind == "fact":
             hits.append(ScoredFact(facts[item.id], item.dense))
-        elif (episode := episodes.get(item.id)) is not None:
+        elif (episode := episodes.get(item.id)) is not None and (
+            validity is None or episode.id not in validity.withdrawn
+        ):
             hits.append(ScoredEpisode(episode, item.dense))
-    return hits
+    if validity is None or not stale:
+        return hits[:k]
+
+    def score(episode_id: str) -> float:
+        corpus = episode_index.corpus if episode_index is not None else None
+        if corpus is None or episode_id not in corpus:
+            return 0.0
+        return float(cosines(corpus.vectors([episode_id]), vector)[0])
+
+    return current_first(
+        hits, validity, k, current_only=current_only, episode=episodes.get, score=score
+    )
+
+
+_STALE_DEPTH = 20
+"""Hits ranked beyond ``k`` when some episodes are stale: room for the ones moved below
+their successors, or left out (``current_only``)."""
 
 
 _side: ThreadPoolExecutor | None = None

@@ -15,6 +15,7 @@ __all__ = [
     "DecisionKind",
     "Fact",
     "FactStatus",
+    "ForgetScope",
     "MemoryConfig",
     "MemoryHit",
     "ScoredEpisode",
@@ -26,6 +27,10 @@ Tier: TypeAlias = Literal["L1", "L2"]
 """L1: tentative points from Sessions; L2: stable facts (recurring or judged important)."""
 
 FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
+
+ForgetScope: TypeAlias = Literal["fact", "evidence"]
+"""What ``forget`` removes: ``fact``, the fact only (search, prefix); ``evidence``, the fact
+and what was said (its evidence episodes leave the search index too)."""
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +62,9 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     older than this field, means ``first_seen``)."""
     valid_to: float | None = None
     """When it stopped holding: set when it is superseded; ``None`` while it holds."""
+    forget_scope: ForgetScope | None = None
+    """Set when it was forgotten: what went with it (``evidence``: its episodes are out of
+    search too, derived from this field on every open)."""
 
     def __post_init__(self) -> None:
         if not self.valid_from:
@@ -74,6 +82,15 @@ class ScoredFact(msgspec.Struct, frozen=True, tag_field="kind", tag="fact"):
     score: float
     """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
 
+    @property
+    def current(self) -> bool:
+        """It still holds (not superseded, ``fact.valid_to`` unset)."""
+        return self.fact.valid_to is None and self.fact.status == "active"
+
+    @property
+    def valid_to(self) -> float | None:
+        return self.fact.valid_to
+
 
 class ScoredEpisode(msgspec.Struct, frozen=True, tag_field="kind", tag="episode"):
     """Something said in a Session that ``search`` found (``kind`` is ``"episode"``)."""
@@ -81,6 +98,16 @@ class ScoredEpisode(msgspec.Struct, frozen=True, tag_field="kind", tag="episode"
     episode: Episode
     score: float
     """Cosine similarity to the query (1 = same direction); the rank is the fusion's."""
+    valid_to: float | None = None
+    """When what it said stopped holding: every fact drawn from it was superseded (the
+    latest ``valid_to`` of those facts); ``None`` while it is current."""
+    superseded_by: tuple[str, ...] = ()
+    """The ids of the facts that replaced what it said (their evidence ranks above it)."""
+
+    @property
+    def current(self) -> bool:
+        """What it said still holds (some fact drawn from it is active, or none was drawn)."""
+        return self.valid_to is None
 
 
 MemoryHit: TypeAlias = ScoredFact | ScoredEpisode
