@@ -28,7 +28,6 @@ scripted model's system message.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -45,6 +44,7 @@ from xai.messages import ToolCall, new_id
 from xai.testing._render import estimate_usage
 from xai.testing._script import Delay, HttpError, Reply, Rule, Script, Scripted, ScriptExhausted
 from xai.testing._server import RecordedRequest
+from xai.testing._threaded import ThreadedServer
 from xai.tools import Tool, ToolSet
 
 __all__ = ["DifyServer"]
@@ -76,13 +76,15 @@ class _Conversation:
         self.messages: list[dict[str, Any]] = []
 
 
-class DifyServer:
+class DifyServer(ThreadedServer):
     """A Dify agent-chat app on ``http://127.0.0.1:PORT/v1`` (``base_url``), key ``api_key``.
 
     Use as a context manager (sync or async). ``tools`` are the app's tools;
     ``retriever_resources`` the citations its own knowledge adds to every answer;
     ``max_iterations`` the agent's round limit (Dify's ``agent_mode.max_iteration``).
     """
+
+    what = "the Dify double"
 
     def __init__(
         self,
@@ -102,15 +104,12 @@ class DifyServer:
         self.mode = mode
         self.retriever_resources = [dict(r) for r in retriever_resources]
         self.max_iterations = max_iterations
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         # What `reset` restores: the settings a test may change on a shared double.
         self._settings = {name: getattr(self, name) for name in _SETTINGS}
         self.requests: list[RecordedRequest] = []
         self.conversations: dict[str, _Conversation] = {}
         self._lock = threading.Lock()
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat-messages", self._chat, methods=["POST"]),
@@ -151,55 +150,6 @@ class DifyServer:
             return [r for r in self.requests if r.path.endswith("/chat-messages")]
 
     # -- lifecycle ---------------------------------------------------------------
-
-    def start(self) -> DifyServer:
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            loop="asyncio",
-            http="h11",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="xai-dify-double", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:  # uvicorn offers no event to wait on
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise OSError("the Dify double did not start")
-            time.sleep(0.005)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> DifyServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> DifyServer:
-        return await anyio.to_thread.run_sync(self.start)
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await anyio.to_thread.run_sync(self.stop)
 
     # -- endpoints ---------------------------------------------------------------
 

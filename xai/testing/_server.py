@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -26,7 +25,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from xai.config import LLMConfig
-from xai.exceptions import RunError
 from xai.messages import new_id
 from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing._render import estimate_usage, finish_reason, hash_embedding, pieces
@@ -42,6 +40,7 @@ from xai.testing._script import (
     Scripted,
     ScriptExhausted,
 )
+from xai.testing._threaded import ThreadedServer
 from xai.testing._validate import Violation
 from xai.testing._violations import InvalidRequest, screen
 
@@ -105,7 +104,7 @@ def _null_tool_content(body: dict[str, Any]) -> bool:
     )
 
 
-class OpenAIWireServer:
+class OpenAIWireServer(ThreadedServer):
     """``/v1/chat/completions`` (JSON and SSE), ``/v1/responses`` (the Responses API, JSON and
     SSE: ``xai.testing._responses``), ``/v1/embeddings`` and ``/v1/models``.
 
@@ -120,6 +119,8 @@ class OpenAIWireServer:
     fails the test. ``validate_requests=False`` turns the check off for a server
     that must take anything (a test that sends bad requests on purpose).
     """
+
+    what = "the OpenAI-wire test server"
 
     def __init__(
         self,
@@ -182,8 +183,7 @@ class OpenAIWireServer:
         """Quirk of llama-cpp-python's server: answer HTTP 500 with its validation error to a
         request whose ``response_format`` type is one of these (it refuses ``json_schema``
         and takes ``json_object``)."""
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.model = model
         self.api_key = api_key
         # What `reset` restores: every setting a test may change on a shared server.
@@ -191,8 +191,6 @@ class OpenAIWireServer:
         self.embedding_dim = embedding_dim
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -258,57 +256,8 @@ class OpenAIWireServer:
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> OpenAIWireServer:
-        import uvicorn
-
         logging.getLogger("uvicorn.error").addFilter(_QuietInjectedDrops())
-        # Name the protocol: asyncio only sets TCP_NODELAY on accepted sockets whose
-        # protocol is IPPROTO_TCP, and without it every small SSE write waits ~40 ms
-        # for the client's delayed ACK (Nagle).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            loop="asyncio",
-            http="h11",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="xai-wire-server", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RunError("the OpenAI-wire test server did not start")
-            time.sleep(0.005)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> OpenAIWireServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> OpenAIWireServer:
-        return await anyio.to_thread.run_sync(self.start)
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await anyio.to_thread.run_sync(self.stop)
+        return super().start()
 
     # -- endpoints ---------------------------------------------------------------
 
