@@ -27,6 +27,28 @@ def shown(text: str) -> str:
     return _ESCAPES.join(re.escape(c) for c in text)
 
 
+def chat(
+    agent_dir: Path, base_url: str, *, log_level: str | None = "error", timeout: float = 60
+) -> pexpect.spawn:
+    """``xai chat`` on ``agent_dir`` in a real pseudo-terminal, its model at ``base_url``.
+    ``timeout`` bounds each expect (the first waits for an interpreter to start)."""
+    logs = ["--log-level", log_level] if log_level is not None else []
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "xai", "chat", "--agent-dir", str(agent_dir), *logs],
+        env=clean_env(
+            LLM_BASE_URL=base_url,
+            LLM_MODEL="scripted",
+            TERM="xterm-256color",
+            PROMPT_TOOLKIT_NO_CPR="1",
+        ),
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=timeout,
+        dimensions=(40, 200),
+    )
+
+
 def long_story(body: Mapping[str, Any]) -> Reply | None:
     last = body["messages"][-1]
     if last.get("content") == "tell me a long story":
@@ -42,21 +64,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(long_story)
         server.script.add_responder(demo_model)
-        env = clean_env(
-            LLM_BASE_URL=server.base_url,
-            LLM_MODEL="scripted",
-            TERM="xterm-256color",
-            PROMPT_TOOLKIT_NO_CPR="1",
-        )
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "xai", "chat", "--agent-dir", str(tmp_path), "--log-level", "error"],
-            env=env,
-            cwd=str(ROOT),
-            encoding="utf-8",
-            timeout=60,  # each expect; the first waits for an interpreter to start
-            dimensions=(40, 200),
-        )
+        child = chat(tmp_path, server.base_url)
         try:
             child.expect("you>")
             child.sendline("Hi, I'm Ada")
@@ -120,21 +128,7 @@ def test_memory_says_when_a_decision_is_pending(tmp_path: Path) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(held_extraction)
         server.script.add_responder(demo_model)
-        env = clean_env(
-            LLM_BASE_URL=server.base_url,
-            LLM_MODEL="scripted",
-            TERM="xterm-256color",
-            PROMPT_TOOLKIT_NO_CPR="1",
-        )
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "xai", "chat", "--agent-dir", str(tmp_path), "--log-level", "error"],
-            env=env,
-            cwd=str(ROOT),
-            encoding="utf-8",
-            timeout=60,
-            dimensions=(40, 200),
-        )
+        child = chat(tmp_path, server.base_url)
         try:
             child.expect("you>")
             child.sendline("Hi, I'm Ada")
@@ -169,20 +163,8 @@ def test_the_repl_speaks_to_a_person_not_in_python(tmp_path: Path) -> None:
     warnings mid-conversation, no second line for the extraction that failed the same way);
     wake-ups, usage and errors read as words, not reprs (issue 34 item 5)."""
     transcript = io.StringIO()
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "xai", "chat", "--agent-dir", str(tmp_path)],  # the default log level
-        env=clean_env(
-            LLM_BASE_URL="http://127.0.0.1:9/v1",  # the discard port: connection refused
-            LLM_MODEL="scripted",
-            TERM="xterm-256color",
-            PROMPT_TOOLKIT_NO_CPR="1",
-        ),
-        cwd=str(ROOT),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(40, 200),
-    )
+    # the default log level; the discard port: connection refused
+    child = chat(tmp_path, "http://127.0.0.1:9/v1", log_level=None)
     child.logfile_read = transcript
     try:
         child.expect("you>")

@@ -10,8 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.test_demo import ROOT, clean_env
-from tests.test_repl import shown
+from tests.test_repl import chat, shown
 from xai.testing import OpenAIWireServer, demo_model
 
 
@@ -19,21 +18,7 @@ from xai.testing import OpenAIWireServer, demo_model
 def test_sessions_lists_the_open_sessions_as_the_host_api_does(tmp_path: Path) -> None:
     with OpenAIWireServer() as server:
         server.script.add_responder(demo_model)
-        env = clean_env(
-            LLM_BASE_URL=server.base_url,
-            LLM_MODEL="scripted",
-            TERM="xterm-256color",
-            PROMPT_TOOLKIT_NO_CPR="1",
-        )
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "xai", "chat", "--agent-dir", str(tmp_path), "--log-level", "error"],
-            env=env,
-            cwd=str(ROOT),
-            encoding="utf-8",
-            timeout=30,
-            dimensions=(40, 200),
-        )
+        child = chat(tmp_path, server.base_url, timeout=30)
         try:
             child.expect("you>")
             child.sendline("Hi, I'm Ada")
