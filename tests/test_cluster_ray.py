@@ -35,7 +35,9 @@ from xai.serve import create_app
 from xai.session import read_journal
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
-pytestmark = pytest.mark.anyio
+# A Ray cluster starved of CPU (two busy loops on 2 cores) takes 50-60 s for the slowest of
+# these, with the code of 001ddbd too: a time limit of three times the suite's default.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from xai.providers import OpenAIProvider, RetryPolicy
 from xai.testing import OpenAIWireServer
 
 pytestmark = [
+    pytest.mark.timeout(180),  # (as tests/test_cluster_ray.py: Ray starved of CPU is slow)
     pytest.mark.anyio,
     # Read here without xai's embedding function (chromadb knows it by name only).
     pytest.mark.filterwarnings("ignore:Could not reconstruct embedding function:UserWarning"),
