@@ -58,6 +58,20 @@ def require(module: str, extra: str) -> Any:
         ) from None
 
 
+def openai_client(config: LLMConfig) -> Any:
+    """An ``openai.AsyncOpenAI`` client for ``config`` (endpoint, key, timeout, retries and
+    extra headers): the peer's own, which the adapter opens and closes around its run."""
+    import openai
+
+    return openai.AsyncOpenAI(
+        api_key=config.api_key or "not-needed",
+        base_url=config.base_url,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        default_headers=config.extra_headers or None,
+    )
+
+
 def model_config(llm: LLMConfig, scenario: ScenarioConfig) -> LLMConfig:
     """The endpoint settings a peer's client gets: the scenario's model wins over ``LLM_MODEL``."""
     if scenario.model.model:

@@ -23,6 +23,7 @@ from xai.core._adapters._common import (
     guarded,
     model_config,
     on_asyncio,
+    openai_client,
     prepare,
     require,
     with_format_fallback,
@@ -126,7 +127,6 @@ class LangGraphOrchestrator:
         options: RunOptions,
         result: AgentResult,
     ) -> None:
-        import openai
         from langchain_core.messages import HumanMessage, SystemMessage
         from langchain_openai import ChatOpenAI
         from langgraph.errors import GraphRecursionError
@@ -135,13 +135,7 @@ class LangGraphOrchestrator:
 
         # Our own client, closed after the run: left to itself, langchain-openai shares one
         # HTTP client per process, bound to the first event loop that used it.
-        client = openai.AsyncOpenAI(
-            api_key=config.api_key or "not-needed",
-            base_url=config.base_url,
-            timeout=config.timeout,
-            max_retries=config.max_retries,
-            default_headers=config.extra_headers or None,
-        )
+        client = openai_client(config)
         async with client, prepared.tools.open():
             recorder = ToolRecorder(prepared.tools, result)
             tools = _tools(recorder)

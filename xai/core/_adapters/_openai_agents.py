@@ -23,6 +23,7 @@ from xai.core._adapters._common import (
     guarded,
     model_config,
     on_asyncio,
+    openai_client,
     prepare,
     require,
     with_format_fallback,
@@ -131,15 +132,8 @@ class OpenAIAgentsOrchestrator:
         options: RunOptions,
         result: AgentResult,
     ) -> None:
-        import openai
 
-        client = openai.AsyncOpenAI(
-            api_key=config.api_key or "not-needed",
-            base_url=config.base_url,
-            timeout=config.timeout,
-            max_retries=config.max_retries,
-            default_headers=config.extra_headers or None,
-        )
+        client = openai_client(config)
         async with client, prepared.tools.open():
             recorder = ToolRecorder(prepared.tools, result)
             tools = _tools(agents, recorder)
