@@ -58,6 +58,24 @@ def require(module: str, extra: str) -> Any:
         ) from None
 
 
+class ModelPeer:
+    """What an orchestrator that calls the model itself holds: the endpoint, the knowledge
+    base and the tools beside the scenario's built-ins."""
+
+    def __init__(
+        self,
+        llm: LLMConfig | None = None,
+        knowledge: KnowledgeBase | None = None,
+        *,
+        tools: Sequence[Tool] = (),
+    ) -> None:
+        self.llm = llm
+        """The endpoint (default: the ``LLM_*`` environment, read when a run starts)."""
+        self.knowledge = knowledge
+        self.tools = tuple(tools)
+        """Tools beside the scenario's built-ins (the file runner's, say)."""
+
+
 def openai_client(config: LLMConfig) -> Any:
     """An ``openai.AsyncOpenAI`` client for ``config`` (endpoint, key, timeout, retries and
     extra headers): the peer's own, which the adapter opens and closes around its run."""

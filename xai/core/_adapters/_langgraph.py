@@ -12,11 +12,11 @@ graph's ``recursion_limit``; the output type → ``response_format`` bound with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from xai.config import LLMConfig
 from xai.core._adapters._common import (
+    ModelPeer,
     Prepared,
     ToolRecorder,
     conclude,
@@ -28,12 +28,10 @@ from xai.core._adapters._common import (
     require,
     with_format_fallback,
 )
-from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
 from xai.core._scenario import ScenarioConfig
 from xai.exceptions import RunError
 from xai.messages import Usage
-from xai.tools import Tool
 
 __all__ = ["LangGraphOrchestrator"]
 
@@ -86,21 +84,8 @@ def _usage(messages: list[Any]) -> Usage:
     return total
 
 
-class LangGraphOrchestrator:
+class LangGraphOrchestrator(ModelPeer):
     """Runs a scenario as a LangGraph tool-calling graph on ``langchain-openai``."""
-
-    def __init__(
-        self,
-        llm: LLMConfig | None = None,
-        knowledge: KnowledgeBase | None = None,
-        *,
-        tools: Sequence[Tool] = (),
-    ) -> None:
-        self.llm = llm
-        """The endpoint (default: the ``LLM_*`` environment, read when a run starts)."""
-        self.knowledge = knowledge
-        self.tools = tuple(tools)
-        """Tools beside the scenario's built-ins (the file runner's, say)."""
 
     async def run(
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions

@@ -12,11 +12,11 @@ export to OpenAI's servers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from xai.config import LLMConfig
 from xai.core._adapters._common import (
+    ModelPeer,
     Prepared,
     ToolRecorder,
     conclude,
@@ -28,12 +28,10 @@ from xai.core._adapters._common import (
     require,
     with_format_fallback,
 )
-from xai.core._knowledge import KnowledgeBase
 from xai.core._result import AgentResult, RunOptions
 from xai.core._scenario import ScenarioConfig
 from xai.exceptions import ConfigurationError
 from xai.messages import Usage
-from xai.tools import Tool
 
 __all__ = ["OpenAIAgentsOrchestrator"]
 
@@ -84,21 +82,8 @@ def _tools(agents: Any, recorder: ToolRecorder) -> list[Any]:
     ]
 
 
-class OpenAIAgentsOrchestrator:
+class OpenAIAgentsOrchestrator(ModelPeer):
     """Runs a scenario with the OpenAI Agents SDK against any OpenAI-compatible endpoint."""
-
-    def __init__(
-        self,
-        llm: LLMConfig | None = None,
-        knowledge: KnowledgeBase | None = None,
-        *,
-        tools: Sequence[Tool] = (),
-    ) -> None:
-        self.llm = llm
-        """The endpoint (default: the ``LLM_*`` environment, read when a run starts)."""
-        self.knowledge = knowledge
-        self.tools = tuple(tools)
-        """Tools beside the scenario's built-ins (the file runner's, say)."""
 
     async def run(
         self, scenario: ScenarioConfig, user_input: str, options: RunOptions
