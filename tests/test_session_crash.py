@@ -14,7 +14,7 @@ from tests.session_helpers import wire_problems
 from xai.messages import AssistantMessage, ToolMessage, TurnStatus, UserMessage
 from xai.providers import OpenAIProvider
 from xai.session import Session, read_journal
-from xai.session._journal import JOURNAL_FILE
+from xai.session._records import JOURNAL_FILE
 from xai.testing import Delay, OpenAIWireServer, Reply, ScriptedCall
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,6 @@ from xai.session._compaction import COMPACTION_MARKER
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext
 from xai.session._extraction import EXTRACTION_MARKER
 from xai.session._journal import (
-    JOURNAL_FILE,
-    FsyncPolicy,
     JournalState,
     JournalView,
     TurnView,
@@ -20,6 +18,7 @@ from xai.session._journal import (
 from xai.session._lifecycle import SessionState
 from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription
 from xai.session._prompt import SystemPrompt
+from xai.session._records import JOURNAL_FILE, FsyncPolicy
 from xai.session._session import ChildFactory, Session
 from xai.session._totals import JournalTotals
 from xai.session._transcript import Transcript

@@ -61,7 +61,6 @@ from xai.messages import (
 from xai.session._history import place
 from xai.session._prompt import SystemPrompt
 from xai.session._records import (
-    JOURNAL_FILE,
     AcceptedRecord,
     CandidatesRecord,
     ClosedRecord,
@@ -84,26 +83,10 @@ from xai.session._totals import JournalTotals, read_totals
 from xai.session._transcript import Transcript
 
 __all__ = [
-    "JOURNAL_FILE",
-    "AcceptedRecord",
-    "CandidatesRecord",
-    "ClosedRecord",
-    "ClosingRecord",
-    "CompactedRecord",
-    "DroppedRecord",
-    "FsyncPolicy",
-    "HeaderRecord",
-    "InputRecord",
     "Journal",
     "JournalState",
     "JournalView",
-    "MessageRecord",
-    "Record",
-    "ReportedRecord",
-    "TurnEndRecord",
-    "TurnStartRecord",
     "TurnView",
-    "UsageRecord",
     "append_records",
     "aread_journal",
     "now",

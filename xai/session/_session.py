@@ -36,11 +36,12 @@ from xai.messages import (
 )
 from xai.providers import Provider
 from xai.session._delegation import HELPER_INSTRUCTIONS
-from xai.session._journal import JOURNAL_FILE, JournalState, read_journal
+from xai.session._journal import JournalState, read_journal
 from xai.session._lifecycle import SessionState
 from xai.session._observers import EventCallback, OverflowPolicy, Subscription, pumping
 from xai.session._parts import Parts
 from xai.session._prompt import SystemPrompt
+from xai.session._records import JOURNAL_FILE
 from xai.session._types import FinalizingHook, InputPolicy, SessionConfig, TurnHandle, TurnSlot
 from xai.tools import Tool, ToolSet
 
