@@ -16,7 +16,6 @@ import pytest
 from xai.agent import SessionStream
 from xai.agent._eventlog import (
     CLOSED_LOG_GRACE,
-    TurnMark,
     boot_id,
     open_log,
     read_log,
@@ -24,6 +23,7 @@ from xai.agent._eventlog import (
 )
 from xai.events import SessionClosed, SessionEvent, TextDelta, TurnStarted
 from xai.exceptions import EventsExpiredError
+from xai.session import JournalEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -176,21 +176,22 @@ async def test_deltas_are_written_in_one_go_when_a_reader_wants_them_or_the_next
         assert on_disk() == 5 and stream.written == stream.start + 5
 
 
-async def test_the_log_knows_where_its_stream_is_in_the_turns_also_once_compacted(
+async def test_the_log_knows_how_far_in_the_journal_it_has_announced_also_once_compacted(
     tmp_path: Path,
 ) -> None:
-    """A restart compares that place with the journal (``TurnMark``): what the log lacks
-    is announced first; so it must be known however the log was cut."""
+    """A restart compares that place with the journal (``Found.journal``, a record's
+    position): what the log lacks is announced first; so it must be known however the log
+    was cut."""
     path = tmp_path / "s.jsonl"
-    log, found, how = open_log(path, TurnMark(4, True))  # made for a Session at turn 4
+    log, found, how = open_log(path, 400)  # made for a Session that announced up to 400
     log.release()
-    assert how == "new" and found.turn == TurnMark(4, True)
+    assert how == "new" and found.journal == 400
     assert read_log(path, 0)[0] == found._replace(good=path.stat().st_size)
     async with writing(path, capacity=3) as stream:
-        stream.add(turn(5))
+        stream.add(JournalEvent(512, turn(5)))  # a journal-backed event, with its position
         for word in "abcdefgh":  # past twice the window: compacted, turn 5's start gone
             stream.add(TextDelta(query_id="q", round=1, text=word))
         stream.flush()
         kept, events = read_log(path, 0)
-        assert kept is not None and kept.turn == TurnMark(5, False)
+        assert kept is not None and kept.journal == 512
         assert turns(events) == []

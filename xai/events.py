@@ -192,12 +192,19 @@ SessionEventBody: TypeAlias = (
 )
 
 
-class SessionEvent(msgspec.Struct, frozen=True):
-    """Every event a Session fans out: its id, a per-Session sequence number, the event."""
+class SessionEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Every event a Session fans out: its id, a per-Session sequence number, the event.
+
+    ``journal``: for an event that announces a record of the Session's journal (a turn's
+    start or end, a committed message, a compaction, memory candidates, the close),
+    where that record ends in the journal (a byte offset). It is the event's identity:
+    the same whether the Session published it or a host's stream read it back from the
+    journal after a kill (see docs/crash-safety.md); ``None`` for every other event."""
 
     session_id: str
     seq: int
     event: SessionEventBody
+    journal: int | None = None
 
 
 # -- Agent events ---------------------------------------------------------------------

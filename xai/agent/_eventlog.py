@@ -7,10 +7,13 @@ object) or a mark (an array): ``["opened", boot, start]`` each time a process ta
 log up (``boot``: the machine's boot id; ``start``: the number before the stream's first
 event), ``["sealed"]`` when its writer let go of it cleanly (the Agent suspended:
 fsynced, another machine may take it up; the Session closed: nothing more comes),
-``["turns", turn, done]`` where a log begins (made, or compacted): the turn the stream
-begins at, and whether its ``turn_done`` was announced before (``1``) or is to come
-(``0``), so that a restart knows which turns of the journal the stream must announce
-(``TurnMark``: the last turn the log tells of, from this mark and its turn events).
+``["journal", position]`` where a log begins (made, or compacted): the position in the
+Session's journal the stream begins after (``Session.announced`` when the stream was
+made: the records up to there were announced before it). With the ``journal`` position
+each journal-backed event carries, it tells how far in the journal the log has
+announced (``Found.journal``), so that a restart knows exactly which records of the
+journal the stream must still announce. (``["turns", ...]`` marks of older logs are
+read and ignored: such a log's place in the journal is unknown.)
 
 Reopening (``open_log``) keeps the numbering when nothing the old writer wrote can be
 missing: the log is sealed, or its last writer ran on this machine since its last boot
@@ -36,7 +39,7 @@ from typing import Literal, NamedTuple
 import msgspec
 
 from xai._files import space_checked
-from xai.events import SessionEvent, SessionEventBody, TurnDone, TurnStarted
+from xai.events import SessionEvent
 from xai.logs import get_logger
 
 __all__ = [
@@ -44,13 +47,11 @@ __all__ = [
     "STREAMS_DIR",
     "EventLog",
     "Found",
-    "TurnMark",
     "boot_id",
     "clock_start",
     "open_log",
     "read_log",
     "sweep_logs",
-    "turn_mark",
 ]
 
 _log = get_logger(__name__)
@@ -83,26 +84,16 @@ def boot_id() -> str:
         return f"{socket.gethostname()}@{booted}"
 
 
-class TurnMark(NamedTuple):
-    """Where a stream is in its Session's turns: the last turn it told of, and whether it
-    announced that turn's end."""
-
-    turn: int
-    done: bool
-
-
-def turn_mark(event: SessionEvent | SessionEventBody, mark: TurnMark | None) -> TurnMark | None:
-    """``mark`` moved on by ``event`` (a turn's start or end moves it)."""
-    body = event.event if isinstance(event, SessionEvent) else event
-    if isinstance(body, TurnStarted):
-        return TurnMark(body.turn, False)
-    if isinstance(body, TurnDone):
-        return TurnMark(body.outcome.turn, True)
-    return mark
+def _journal(event: SessionEvent, position: int | None) -> int | None:
+    """``position`` (how far in the journal a log has announced) moved on by ``event``."""
+    at = event.journal
+    if at is None:
+        return position
+    return at if position is None else max(position, at)
 
 
-def _mark_line(mark: TurnMark) -> bytes:
-    return _encode(("turns", mark.turn, int(mark.done))) + b"\n"
+def _mark_line(position: int) -> bytes:
+    return _encode(("journal", position)) + b"\n"
 
 
 class Found(NamedTuple):
@@ -122,8 +113,9 @@ class Found(NamedTuple):
     """Its last writer let go of it cleanly."""
     good: int
     """The length of its readable part (a torn tail is past it)."""
-    turn: TurnMark | None = None
-    """The last turn it tells of (``None``: a log from before ``turns`` marks, no turn yet)."""
+    journal: int | None = None
+    """How far in the Session's journal it has announced: the position of the last
+    record it announced or began after (``None``: a log from before ``journal`` marks)."""
 
 
 def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEvent]]:
@@ -134,7 +126,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
     boot = ""
     sealed = False
     good = 0
-    turn: TurnMark | None = None
+    journal: int | None = None
     events: list[SessionEvent] = []
     offset = 0
     for line in data.split(b"\n")[:-1]:  # (the part after the last newline is torn)
@@ -150,12 +142,14 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
                 elif mark == ["sealed"] and start >= 0:
                     sealed = True
                 elif (
-                    mark[:1] == ["turns"]
-                    and len(mark) == 3
+                    mark[:1] == ["journal"]
+                    and len(mark) == 2
                     and isinstance(mark[1], int)
                     and start >= 0
                 ):
-                    turn = TurnMark(mark[1], bool(mark[2]))
+                    journal = mark[1] if journal is None else max(journal, mark[1])
+                elif mark[:1] == ["turns"] and start >= 0:
+                    pass  # (an older log's place in the turns: not a place in the journal)
                 else:
                     raise msgspec.DecodeError(f"unknown mark {mark!r}")
             elif start >= 0:
@@ -168,7 +162,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
                 last = seq
                 count += 1
                 sealed = False
-                turn = turn_mark(event, turn)
+                journal = _journal(event, journal)
                 if after is not None and seq > after:
                     events.append(event)
             else:
@@ -186,7 +180,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
         boot=boot,
         sealed=sealed,
         good=good,
-        turn=turn,
+        journal=journal,
     )
     return found, events
 
@@ -206,16 +200,16 @@ class EventLog:
     is open only while events come (``release`` closes it between turns: an idle Session
     holds no descriptor for it)."""
 
-    __slots__ = ("_fd", "events", "path", "start", "turn")
+    __slots__ = ("_fd", "events", "journal", "path", "start")
 
-    def __init__(self, path: Path, start: int, events: int, turn: TurnMark | None) -> None:
+    def __init__(self, path: Path, start: int, events: int, journal: int | None) -> None:
         self.path = path
         self._fd: int | None = None
         self.start = start
         self.events = events
         """Events in the file (past twice the window, ``compact`` keeps the window)."""
-        self.turn = turn
-        """The last turn the file tells of."""
+        self.journal = journal
+        """How far in the journal the file has announced (``Found.journal``)."""
 
     def _open(self) -> int:
         if self._fd is None:
@@ -243,7 +237,7 @@ class EventLog:
             self._write(b"".join(_encode(e) + b"\n" for e in events))
             self.events += len(events)
             for event in events:
-                self.turn = turn_mark(event, self.turn)
+                self.journal = _journal(event, self.journal)
 
     def compact(self, keep: int) -> None:
         """Keep only the last ``keep`` events: a new file, renamed over the old (readers
@@ -255,8 +249,8 @@ class EventLog:
         try:
             kept = lines[-keep:]
             head = _encode(("opened", boot_id(), self.start)) + b"\n"
-            if self.turn is not None:  # (the kept events move it on to where it is now)
-                head += _mark_line(self.turn)
+            if self.journal is not None:  # (where the file is now: the events cut say it)
+                head += _mark_line(self.journal)
             view = memoryview(head + b"".join(line + b"\n" for line in kept))
             while view:
                 view = view[os.write(fd, view) :]
@@ -287,10 +281,11 @@ class EventLog:
 Opened = Literal["continued", "new", "restarted"]
 
 
-def open_log(path: Path, turn: TurnMark | None = None) -> tuple[EventLog, Found, Opened]:
+def open_log(path: Path, journal: int | None = None) -> tuple[EventLog, Found, Opened]:
     """Take up the log at ``path`` for appending: ``continued`` (its numbering goes on),
     ``restarted`` (its tail may be lost: a new stream), or ``new`` (there was none). A log
-    made here begins at ``turn`` (the Session's, as the stream takes it up). Blocking."""
+    made here begins after ``journal`` (the position in the Session's journal the stream
+    takes it up at, ``Session.announced``). Blocking."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         data = path.read_bytes()
@@ -310,7 +305,7 @@ def open_log(path: Path, turn: TurnMark | None = None) -> tuple[EventLog, Found,
             os.write(fd, _encode(("opened", boot_id(), found.start)) + b"\n")
         finally:
             os.close(fd)
-        return EventLog(path, found.start, found.events, found.turn), found, how
+        return EventLog(path, found.start, found.events, found.journal), found, how
     if found is not None:
         _log.warning(
             "events_log.restarted",
@@ -323,7 +318,7 @@ def open_log(path: Path, turn: TurnMark | None = None) -> tuple[EventLog, Found,
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         head = _encode(("opened", boot_id(), start)) + b"\n"
-        os.write(fd, head + (_mark_line(turn) if turn is not None else b""))
+        os.write(fd, head + (_mark_line(journal) if journal is not None else b""))
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -335,9 +330,9 @@ def open_log(path: Path, turn: TurnMark | None = None) -> tuple[EventLog, Found,
         boot=boot_id(),
         sealed=False,
         good=0,
-        turn=turn,
+        journal=journal,
     )
-    return EventLog(path, start, 0, turn), fresh, how
+    return EventLog(path, start, 0, journal), fresh, how
 
 
 def sweep_logs(directory: Path, keep: set[str], before: float) -> list[str]:

@@ -33,8 +33,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeAlias
 
-from xai.agent._eventlog import TurnMark, turn_mark
-from xai.events import TurnDone, TurnStarted
 from xai.exceptions import JournalError
 from xai.messages import Episode, MemoryCandidate, Message
 from xai.session import JOURNAL_FILE, JournalView, read_journal
@@ -50,7 +48,6 @@ __all__ = [
     "list_done",
     "scan_sessions",
     "set_aside",
-    "turn_events",
 ]
 
 QUARANTINE_SUFFIX = ".quarantined"
@@ -171,24 +168,3 @@ def set_aside(journal: Path) -> Path:
         target = journal.with_name(f"{journal.name}{QUARANTINE_SUFFIX}.{number}")
     os.rename(journal, target)
     return target
-
-
-def turn_events(journal: Path, after: TurnMark, upto: int) -> list[TurnStarted | TurnDone]:
-    """The starts and ends of turns the journal recorded past ``after`` (where a stream
-    is), up to turn ``upto``, in order: what the stream must announce so that it says what
-    the journal says (a kill between a record and its event, e.g. inside the end-of-turn
-    fsync, leaves the event unsaid). Blocking; ``[]`` if the journal cannot be read."""
-    try:
-        view = JournalView.read(journal, repair=False)  # (a running Session may own it)
-    except (OSError, JournalError):
-        return []
-    out: list[TurnStarted | TurnDone] = []
-    for turn in view.turn_log:  # in turn order; a turn's first end is the one announced
-        told: list[TurnStarted | TurnDone] = [TurnStarted(turn=turn.turn, input=turn.input)]
-        if turn.outcomes:
-            told.append(TurnDone(outcome=turn.outcomes[0]))
-        for body in told:
-            mark = turn_mark(body, None)
-            if mark is not None and after < mark and mark.turn <= upto:
-                out.append(body)
-    return out

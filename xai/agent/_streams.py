@@ -17,13 +17,18 @@ reader's wake-up writes every delta pending, so a burst of deltas costs one writ
 deltas nobody was given may be lost to a kill, their numbers then go to the next
 events).
 
-One commit point per turn: the journal. A kill can fall between a journal record and
-the event that announces it (inside the fsync at a turn's end, say): the journal says
-the turn ended, the log never got its ``turn_done``. So a stream that takes up a log
-again reads where the log is in the Session's turns (``TurnMark``) and announces, first,
-every turn start and end the journal recorded past it (``turn_events``), each once, in
-order, under the next numbers; the Session's own event for one of those (the end of a
-turn the kill interrupted, announced by the reopened Session) is then not told twice. No task runs per stream. Recent events are also kept in memory while the
+One commit point: the journal. Every journal-backed event (a turn's start and end, each
+committed message, a compaction, memory candidates, the close) is made from its record
+and carries the record's position in the journal (``SessionEvent.journal``), and the log
+knows how far in the journal it has announced (``Found.journal``). A kill can fall
+between a record and the event that announces it (inside the fsync at a turn's end, or
+while a stream is still reading its log): the journal says it, the log never got it. So
+a stream that takes up a log again announces first, from the journal
+(``journal_events``), every record past that position up to where the Session it
+attaches to begins (``Session.announced``: a reopened Session announces only what it
+writes itself), each once, in journal order, with its position, under the next
+numbers. A stream made for a running Session begins at ``Session.announced``: exactly
+what the Session has announced so far, no guess. No task runs per stream. Recent events are also kept in memory while the
 Session runs (for readers that keep up); a suspended or closed stream keeps none,
 its readers read the file. A stream made again on the same log (the Agent
 reopened, here or by another process) goes on from the log's last number, so a
@@ -45,16 +50,7 @@ from pathlib import Path
 
 import anyio
 
-from xai.agent._eventlog import (
-    EventLog,
-    Found,
-    TurnMark,
-    clock_start,
-    open_log,
-    read_log,
-    turn_mark,
-)
-from xai.agent._resume import turn_events
+from xai.agent._eventlog import EventLog, Found, clock_start, open_log, read_log
 from xai.events import (
     SessionClosed,
     SessionEvent,
@@ -65,7 +61,7 @@ from xai.events import (
 )
 from xai.exceptions import EventsExpiredError
 from xai.logs import get_logger
-from xai.session import JOURNAL_FILE, Session
+from xai.session import JOURNAL_FILE, JournalEvent, Session, journal_events
 
 __all__ = ["DEFAULT_REPLAY_EVENTS", "MEMORY_EVENTS", "SessionStream"]
 
@@ -91,6 +87,7 @@ class SessionStream:
         "_loaded",
         "_loading",
         "_log",
+        "_mark",
         "_on_closed",
         "_on_disk",
         "_pending",
@@ -98,7 +95,6 @@ class SessionStream:
         "_recent",
         "_stop",
         "_told",
-        "_turn",
         "_unnumbered",
         "_waiter",
         "accepted",
@@ -137,7 +133,7 @@ class SessionStream:
         self._recent: deque[SessionEvent] = deque(
             maxlen=capacity if log is None else min(capacity, MEMORY_EVENTS)
         )
-        self._unnumbered: list[SessionEventBody] = []  # recorded before the log was read
+        self._unnumbered: list[JournalEvent | SessionEventBody] = []  # before the log was read
         self._pending: list[SessionEvent] = []  # numbered, not written yet
         self._log: EventLog | None = None  # taken up (between ``load`` and ``stop``)
         self._stop: Callable[[], None] | None = None
@@ -145,8 +141,8 @@ class SessionStream:
         self._ready: anyio.Event | None = None
         self._loading: anyio.Event | None = None  # set when ``load`` has ended
         self._journal: Path | None = None  # the Session's, as ``attach`` found it
-        self._turn = TurnMark(0, True)  # the Session's turn as ``attach`` found it
-        self._told: set[TurnMark] = set()  # announced from the journal: not again
+        self._mark = 0  # ``Session.announced`` as ``attach`` found it
+        self._told: set[int] = set()  # positions announced from the journal: not again
         self.accepted: dict[str, str] = {}
         """The inputs the host accepted into the Session by a caller-given id (its text by
         id): a repeated submit is recognised while the Session is open (the journal has
@@ -197,7 +193,7 @@ class SessionStream:
         self._stop = session.listen(self._record)
         directory = session.directory
         self._journal = directory / JOURNAL_FILE if directory is not None else None
-        self._turn = TurnMark(session.turns, not session.busy)
+        self._mark = session.announced
         loading = self._loading is not None and not self._loading.is_set()
         if self.log_path is None or self._log is not None or loading:
             return False
@@ -210,23 +206,24 @@ class SessionStream:
             stop()
 
     def _record(self, event: SessionEvent) -> None:
-        self.add(event.event)
+        at = event.journal
+        self.add(event.event if at is None else JournalEvent(at, event.event))
 
-    def add(self, body: SessionEventBody) -> None:
-        """Keep ``body`` as the next event; readers get it once it is written."""
+    def add(self, item: JournalEvent | SessionEventBody) -> None:
+        """Keep ``item`` (an event, or a journal-backed one with its position) as the next
+        event; readers get it once it is written."""
+        body, at = (item.event, item.position) if isinstance(item, JournalEvent) else (item, None)
         if isinstance(body, SessionClosed):
             self.closed = True
             self.detach()
-        if self._told:
-            mark = turn_mark(body, None)
-            if mark is not None and mark in self._told:
-                self._told.discard(mark)  # announced already, from the journal
-                return
+        if at is not None and at in self._told:
+            self._told.discard(at)  # announced already, from the journal
+            return
         if not self._loaded:
-            self._unnumbered.append(body)
+            self._unnumbered.append(item)
             return
         self.seq += 1
-        self._pending.append(SessionEvent(self.session_id, self.seq, body))
+        self._pending.append(SessionEvent(self.session_id, self.seq, body, at))
         if self._log is None or not isinstance(body, _DEFERRED):
             self.flush()
         else:
@@ -296,13 +293,11 @@ class SessionStream:
         assert self.log_path is not None
         self._loading = done = anyio.Event()
         try:
-            log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path, self._turn)
-            missed: list[SessionEventBody] = []
-            if how == "continued" and found.turn is not None and self._journal is not None:
-                missed = list(
-                    await anyio.to_thread.run_sync(
-                        turn_events, self._journal, found.turn, self._turn.turn
-                    )
+            log, found, how = await anyio.to_thread.run_sync(open_log, self.log_path, self._mark)
+            missed: list[JournalEvent] = []
+            if how == "continued" and found.journal is not None and self._journal is not None:
+                missed = await anyio.to_thread.run_sync(
+                    journal_events, self._journal, found.journal, self._mark
                 )
         except OSError as exc:
             _log.error("stream.log_unreadable", session_id=self.session_id, error=str(exc))
@@ -323,21 +318,19 @@ class SessionStream:
                 self._settle()
             done.set()
 
-    def _tell(self, missed: list[SessionEventBody]) -> None:
-        """Put the turn events the log lacks (``missed``) before what the Session published
-        since ``attach``, leaving out any it published itself; later ones are dropped."""
-        published = {turn_mark(body, None) for body in self._unnumbered}
-        missed = [b for b in missed if turn_mark(b, None) not in published]
+    def _tell(self, missed: list[JournalEvent]) -> None:
+        """Put the journal-backed events the log lacks (``missed``) before what the Session
+        published since ``attach``, leaving out any it published itself (by position);
+        should it publish one of them later, that one is dropped."""
+        published = {i.position for i in self._unnumbered if isinstance(i, JournalEvent)}
+        missed = [m for m in missed if m.position not in published]
         if missed:
             _log.warning(
-                "stream.turn_events_retold",
+                "stream.journal_events_retold",
                 session_id=self.session_id,
-                events=[f"{type(b).__name__}({turn_mark(b, None)})" for b in missed],
+                events=[f"{type(m.event).__name__}@{m.position}" for m in missed],
             )
-        for body in missed:
-            mark = turn_mark(body, None)
-            if mark is not None:
-                self._told.add(mark)
+        self._told.update(m.position for m in missed)
         self._unnumbered[:0] = missed
 
     def _renumber(self, last: int, first: int, *, on_disk: bool, start: int) -> None:
@@ -348,9 +341,12 @@ class SessionStream:
         self._on_disk = on_disk
         self._loaded = True
         unnumbered, self._unnumbered = self._unnumbered, []
-        for body in unnumbered:
+        for item in unnumbered:
+            body, at = (
+                (item.event, item.position) if isinstance(item, JournalEvent) else (item, None)
+            )
             self.seq += 1
-            self._pending.append(SessionEvent(self.session_id, self.seq, body))
+            self._pending.append(SessionEvent(self.session_id, self.seq, body, at))
         self.flush()
         if self.closed and self._log is not None:  # (closed before the log was read)
             self._let_go(self._log)

@@ -5,6 +5,7 @@ A journal is read through ``JournalView`` (``read``, ``aread``, ``salvage``, and
 ``read_totals``); its record types are private to this package.
 """
 
+from xai.session._announce import Announcing, JournalEvent, SessionHub, journal_events
 from xai.session._compaction import COMPACTION_MARKER
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext
 from xai.session._extraction import EXTRACTION_MARKER
@@ -35,6 +36,7 @@ __all__ = [
     "EXTRACTION_MARKER",
     "HELPER_INSTRUCTIONS",
     "JOURNAL_FILE",
+    "Announcing",
     "ChildFactory",
     "EventCallback",
     "FinalizingContext",
@@ -42,6 +44,7 @@ __all__ = [
     "FsyncPolicy",
     "Hub",
     "InputPolicy",
+    "JournalEvent",
     "JournalState",
     "JournalTotals",
     "JournalView",
@@ -49,6 +52,7 @@ __all__ = [
     "Session",
     "SessionConfig",
     "SessionContext",
+    "SessionHub",
     "SessionState",
     "Subscription",
     "SystemPrompt",
@@ -56,5 +60,6 @@ __all__ = [
     "TurnHandle",
     "TurnView",
     "aread_journal",
+    "journal_events",
     "read_journal",
 ]

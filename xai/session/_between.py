@@ -8,22 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from xai.events import (
-    CandidatesProposed,
-    Compacted,
-    CompactionMethod,
-    CompactionReason,
-    SessionEvent,
-    SessionFailed,
-)
+from xai.events import CompactionMethod, CompactionReason, SessionFailed
 from xai.logs import get_logger
 from xai.messages import ErrorInfo, Message
 from xai.providers import Provider
+from xai.session._announce import SessionHub
 from xai.session._candidates import Candidates
 from xai.session._compaction import digest, split_point, summarise
 from xai.session._context import Context
 from xai.session._extraction import extract_candidates
-from xai.session._observers import Hub
 from xai.session._recorder import Recorder
 from xai.session._records import CandidatesRecord, CompactedRecord
 from xai.session._types import SessionConfig
@@ -63,7 +56,7 @@ class Between:
         spending: Spending,
         candidates: Candidates,
         recorder: Recorder,
-        hub: Hub[SessionEvent],
+        hub: SessionHub,
     ) -> None:
         self.session_id = session_id
         self.config = config
@@ -119,18 +112,18 @@ class Between:
                 context.summary,
                 int(config.summary_max_tokens * context.calibration.chars_per_token),
             )
-        await self.recorder.commit(CompactedRecord(summary=summary, removed=cut, method=method))
-        context.compacted(summary, cut)
-        after = context.estimated_tokens()
-        self.hub.publish(
-            Compacted(
-                before_tokens=before,
-                after_tokens=after,
-                removed_messages=cut,
-                method=method,
-                reason=reason,
-            )
+        after = context.tokens_after(summary, cut)
+        record = CompactedRecord(
+            summary=summary,
+            removed=cut,
+            method=method,
+            before_tokens=before,
+            after_tokens=after,
+            reason=reason,
         )
+        position = await self.recorder.commit(record)
+        context.compacted(summary, cut)
+        self.hub.announce(record, position)
         _log.info(
             "session.compacted",
             reason=reason,
@@ -186,9 +179,10 @@ class Between:
             )
         if not candidates:
             return
-        await self.recorder.commit(CandidatesRecord(candidates=candidates))
+        record = CandidatesRecord(candidates=candidates)
+        position = await self.recorder.commit(record)
         self.candidates.propose(candidates)
-        self.hub.publish(CandidatesProposed(candidates=candidates))
+        self.hub.announce(record, position)
         _log.info(
             "session.candidates_proposed", turn=turn, candidate_ids=[c.id for c in candidates]
         )

@@ -6,17 +6,17 @@ events), or suspending it (none of that: the journal stays open-ended for a reop
 
 from __future__ import annotations
 
-from xai.events import SessionClosed, SessionEvent, SessionFailed, SessionFinalizing, TurnDone
+from xai.events import SessionClosed, SessionFailed, SessionFinalizing, TurnDone
 from xai.exceptions import DiskFullError
 from xai.logs import get_logger
 from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus
 from xai.session import _oplog
+from xai.session._announce import SessionHub
 from xai.session._candidates import Candidates
 from xai.session._inbox import Inbox
 from xai.session._lifecycle import Lifecycle, SessionState
-from xai.session._observers import Hub
 from xai.session._recorder import Recorder
-from xai.session._records import TurnEndRecord
+from xai.session._records import ClosedRecord, TurnEndRecord
 from xai.session._transcript import Transcript
 from xai.session._types import FinalizingContext, FinalizingHook, TurnSlot, run_hooks
 from xai.session._usage import Spending
@@ -53,7 +53,7 @@ class Ending:
         lifecycle: Lifecycle,
         inbox: Inbox,
         recorder: Recorder,
-        hub: Hub[SessionEvent],
+        hub: SessionHub,
         candidates: Candidates,
         transcript: Transcript,
         spending: Spending,
@@ -79,6 +79,7 @@ class Ending:
             lifecycle.closing(lifecycle.close_reason)
         reason = lifecycle.close_reason
         recorder, hub = self.recorder, self.hub
+        closed: tuple[ClosedRecord, int | None] | None = None  # the last word, if ``closed``
         try:
             if current is not None and current.outcome is None:
                 # The turn was torn down from outside (or by a failure) before it finished.
@@ -87,11 +88,12 @@ class Ending:
                     status=TurnStatus.ERROR if reason == "error" else TurnStatus.CANCELLED,
                     input_id=current.input.id if current.input else None,
                 )
+                end = TurnEndRecord(outcome=outcome)
                 try:
-                    recorder.write(TurnEndRecord(outcome=outcome))
+                    hub.announce(end, recorder.write(end))
                 except DiskFullError:  # resumed from the journal as it is: an open turn
                     _log.exception("session.journal_failed", stage="turn_end")
-                hub.publish(TurnDone(outcome=outcome))
+                    hub.publish(TurnDone(outcome=outcome))
                 current.resolve(outcome)
             try:
                 self.inbox.drop(turns, recorder.journal)
@@ -103,7 +105,7 @@ class Ending:
             if recorder.journal is not None:
                 try:
                     waiting = len(self.candidates.unacknowledged())
-                    recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
+                    closed = recorder.last_word(reason, waiting=waiting, hooks_took_all=took_all)
                     await recorder.sync()
                 except OSError as exc:  # (a full disk too) not recorded closed: resumed later
                     _log.exception("session.journal_failed", stage="close")
@@ -112,7 +114,10 @@ class Ending:
             recorder.close()
             lifecycle.transition(SessionState.CLOSED)
             try:
-                hub.publish(SessionClosed(reason=reason))
+                if closed is not None:
+                    hub.announce(*closed)
+                else:  # (``closing``, or the journal failed: nothing recorded to announce)
+                    hub.publish(SessionClosed(reason=reason))
                 hub.end()
                 pending = len(self.candidates.unacknowledged())
                 _oplog.closed(

@@ -46,6 +46,14 @@ class Context:
         del self.history[:removed]
         self._chars = sum(map(message_chars, self.history))
 
+    def tokens_after(self, summary: str, removed: int) -> int:
+        """Estimated prompt tokens of the next request once ``compacted(summary, removed)``."""
+        text = self.system.render(summary)
+        chars = sum(map(message_chars, self.history[removed:]))
+        if text:
+            chars += message_chars(SystemMessage(content=text))
+        return self.calibration.tokens(chars)
+
     def system_message(self) -> SystemMessage | None:
         """The system message of the next request (persona, instructions, memory, summary)."""
         cache = self._system_cache

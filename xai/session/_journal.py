@@ -119,7 +119,9 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def append(self, record: Record) -> None:
+    def append(self, record: Record) -> int:
+        """Write ``record``; returns where it ends in the file (its position: a byte offset,
+        the same for as long as the journal exists, so it names the record)."""
         if self._fd is None:
             raise NotOpenError(f"journal {self.path}")
         data = memoryview(encode_record(record) + b"\n")
@@ -138,12 +140,14 @@ class Journal:
                 raise
         if self.on_append is not None:
             self.on_append(record, size)
+        return start + size
 
-    async def commit(self, record: Record) -> None:
-        """Append, then sync if the policy syncs every record."""
-        self.append(record)
+    async def commit(self, record: Record) -> int:
+        """Append, then sync if the policy syncs every record; returns its position."""
+        position = self.append(record)
         if self.fsync == "commit":
             await self.sync()
+        return position
 
     async def sync(self, then: Callable[[], object] | None = None) -> None:
         """fsync (unless the policy is ``off``), then call ``then`` in the same worker

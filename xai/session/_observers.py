@@ -243,9 +243,15 @@ class Hub(Generic[E]):
 
     def publish(self, body: Any) -> E | None:
         self.seq += 1
-        if not self._refs and not self._listeners:  # nobody listens: no envelope to build
+        if not self._has_audience():  # nobody listens: no envelope to build
             return None
-        event = self.wrap(self.seq, body)
+        return self.deliver(self.wrap(self.seq, body))
+
+    def _has_audience(self) -> bool:
+        return bool(self._refs or self._listeners)
+
+    def deliver(self, event: E) -> E:
+        """Give ``event`` (numbered ``seq`` already) to every listener and subscriber."""
         for listener in tuple(self._listeners):
             try:
                 listener(event)

@@ -24,6 +24,7 @@ from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus, Usage
 from xai.providers import Provider
 from xai.query import Query
 from xai.session import _oplog
+from xai.session._announce import SessionHub
 from xai.session._between import Between
 from xai.session._candidates import Candidates
 from xai.session._closing import Ending
@@ -32,7 +33,7 @@ from xai.session._delegation import Child, SessionContext, delegate_tool
 from xai.session._inbox import Inbox
 from xai.session._journal import JournalState, now
 from xai.session._lifecycle import Lifecycle, SessionState
-from xai.session._observers import EventCallback, Hub, OverflowPolicy, Subscription, pump
+from xai.session._observers import EventCallback, OverflowPolicy, Subscription, pump
 from xai.session._prompt import SystemPrompt
 from xai.session._recorder import Recorder
 from xai.session._records import HeaderRecord
@@ -93,7 +94,10 @@ class Parts:
         session_id, parent_id, depth = ids
         self.restored = state
         self.event_buffer = config.event_buffer
-        self.hub: Hub[SessionEvent] = Hub(lambda seq, body: SessionEvent(session_id, seq, body))
+        # (reopened: the records before its journal's end are its last life's to announce)
+        self.hub = SessionHub(
+            session_id, state.totals.journal_bytes if state and state.totals else 0
+        )
         self.inbox = inbox = Inbox()
         self.lifecycle = lifecycle = Lifecycle(f"session {session_id}")
         self.task_group: anyio.abc.TaskGroup | None = None

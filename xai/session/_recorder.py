@@ -128,15 +128,17 @@ class Recorder:
     def exists(self) -> bool:
         return self._exists
 
-    def write(self, record: Record) -> None:
-        """Append to the open journal (nothing if it is not open)."""
+    def write(self, record: Record) -> int | None:
+        """Append to the open journal; its position there (``None``: no journal open)."""
         if self.journal is not None:
-            self.journal.append(record)
+            return self.journal.append(record)
+        return None
 
-    async def commit(self, record: Record) -> None:
-        """Append, and sync if the policy syncs every record."""
-        self.write(record)
+    async def commit(self, record: Record) -> int | None:
+        """Append, and sync if the policy syncs every record; its position, as ``write``."""
+        position = self.write(record)
         await self.sync_commit()
+        return position
 
     async def sync_commit(self) -> None:
         if self.journal is not None and self.fsync == "commit":
@@ -158,16 +160,22 @@ class Recorder:
         if self.journal is not None:
             await self.journal.sync(then=self.save_totals)
 
-    def last_word(self, reason: CloseReason, *, waiting: int, hooks_took_all: bool) -> None:
+    def last_word(
+        self, reason: CloseReason, *, waiting: int, hooks_took_all: bool
+    ) -> tuple[ClosedRecord, int | None] | None:
         """``closed``, or ``closing`` while ``waiting`` candidates wait for an acknowledgement
-        the hooks did not give."""
+        the hooks did not give. The ``closed`` record written and its position (it is
+        announced), or ``None`` for ``closing`` (which is not)."""
         if hooks_took_all or not waiting:
-            self.write(ClosedRecord(reason=reason, at=now()))
+            record = ClosedRecord(reason=reason, at=now())
+            position = self.write(record)
             self.unclosed = None
+            return record, position
         else:
             self.write(ClosingRecord(reason=reason, at=now()))
             self.unclosed = reason
             _log.warning("session.closing_pending", unacknowledged=waiting)
+            return None
 
     def close(self) -> None:
         if self.journal is not None:

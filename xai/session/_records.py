@@ -2,6 +2,14 @@
 
 Private to ``xai.session``: code outside it reads a journal through ``JournalView``.
 See ``_journal`` for the order a Session writes them in and what each means.
+
+A record that a Session announces has an ``announce()`` method giving the event that
+announces it (``Announcing``): the Session publishes exactly that event once the
+record is written (``SessionHub.announce``), and a stream that missed it (a kill
+between the two) is given the same event read back from the journal
+(``journal_events``). One function makes both, so what the journal says and what the
+events say cannot differ. A new kind of journal-backed event is a record with an
+``announce()`` method, announced through the same hub method; nothing else changes.
 """
 
 from __future__ import annotations
@@ -10,7 +18,16 @@ from typing import Literal, TypeAlias
 
 import msgspec
 
-from xai.events import CompactionMethod
+from xai.events import (
+    CandidatesProposed,
+    Compacted,
+    CompactionMethod,
+    CompactionReason,
+    MessageCommitted,
+    SessionClosed,
+    TurnDone,
+    TurnStarted,
+)
 from xai.messages import CloseReason, MemoryCandidate, Message, TurnOutcome, Usage, UserMessage
 from xai.session._prompt import SystemPrompt
 
@@ -68,16 +85,30 @@ class InputRecord(_Record, frozen=True, tag="input"):
     turn: int
     message: UserMessage
 
+    def announce(self) -> TurnStarted:
+        return TurnStarted(turn=self.turn, input=self.message)
+
 
 class TurnStartRecord(_Record, frozen=True, tag="turn_start"):
     """A turn begins without an input (``continue_turn``)."""
 
     turn: int
 
+    def announce(self) -> TurnStarted:
+        return TurnStarted(turn=self.turn, input=None)
+
 
 class MessageRecord(_Record, frozen=True, tag="message"):
     turn: int
     message: Message
+    query_id: str = ""
+    """The Query that produced it (``""``: none did, a crash repair's answer to a call left
+    unanswered; or a journal older than this field)."""
+    round: int = 0
+    """The Query's round (``0`` with ``query_id`` ``""``)."""
+
+    def announce(self) -> MessageCommitted:
+        return MessageCommitted(query_id=self.query_id, round=self.round, message=self.message)
 
 
 class TurnEndRecord(_Record, frozen=True, tag="turn_end"):
@@ -85,6 +116,9 @@ class TurnEndRecord(_Record, frozen=True, tag="turn_end"):
     ``outcome.input_id`` names the accepted input it consumed)."""
 
     outcome: TurnOutcome
+
+    def announce(self) -> TurnDone:
+        return TurnDone(outcome=self.outcome)
 
 
 class DroppedRecord(_Record, frozen=True, tag="dropped"):
@@ -98,10 +132,25 @@ class CompactedRecord(_Record, frozen=True, tag="compacted"):
     removed: int
     """How many messages were dropped from the front of the history."""
     method: CompactionMethod
+    before_tokens: int = 0
+    after_tokens: int = 0
+    reason: CompactionReason = "proactive"
+
+    def announce(self) -> Compacted:
+        return Compacted(
+            before_tokens=self.before_tokens,
+            after_tokens=self.after_tokens,
+            removed_messages=self.removed,
+            method=self.method,
+            reason=self.reason,
+        )
 
 
 class CandidatesRecord(_Record, frozen=True, tag="candidates"):
     candidates: tuple[MemoryCandidate, ...]
+
+    def announce(self) -> CandidatesProposed:
+        return CandidatesProposed(candidates=self.candidates)
 
 
 class ReportedRecord(_Record, frozen=True, tag="reported"):
@@ -127,6 +176,9 @@ class ClosingRecord(_Record, frozen=True, tag="closing"):
 class ClosedRecord(_Record, frozen=True, tag="closed"):
     reason: CloseReason
     at: float
+
+    def announce(self) -> SessionClosed:
+        return SessionClosed(reason=self.reason)
 
 
 Record: TypeAlias = (

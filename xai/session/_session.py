@@ -164,6 +164,13 @@ class Session(AsyncContextManagerMixin):
         return self._parts.turns.count
 
     @property
+    def announced(self) -> int:
+        """The journal position of the last record this Session announced (a reopened one:
+        its journal's end when read): each journal-backed event it publishes from now on
+        has a later one (``SessionEvent.journal``). A host's stream replays from it."""
+        return self._parts.hub.announced
+
+    @property
     def candidates(self) -> tuple[MemoryCandidate, ...]:
         return tuple(self._parts.candidates.proposed)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import msgspec
 
-from xai.events import MessageCommitted, QueryEvent, SessionEvent
+from xai.events import MessageCommitted, QueryEvent
 from xai.messages import Message
+from xai.session._announce import SessionHub
 from xai.session._context import Context
-from xai.session._observers import Hub
 from xai.session._recorder import Recorder
 from xai.session._records import MessageRecord
 from xai.session._transcript import Transcript
@@ -23,7 +24,9 @@ class Sink:
     the turn added to the history) once it is on disk.
 
     A Query sends a ``MessageCommitted`` again when a cancel interrupted its first
-    delivery, so each message is journaled and published once, by id.
+    delivery, so each message is journaled and published once, by id. The event
+    published is the record's (``SessionHub.announce``), in journal order: with a sync
+    per record, concurrent tool results take turns from write to announcement.
     """
 
     __slots__ = (
@@ -32,6 +35,7 @@ class Sink:
         "context",
         "hub",
         "journaled",
+        "lock",
         "published",
         "recorder",
         "transcript",
@@ -47,7 +51,7 @@ class Sink:
         context: Context,
         transcript: Transcript,
         added: list[Message],
-        hub: Hub[SessionEvent],
+        hub: SessionHub,
     ) -> None:
         self.turn = turn
         self.clock = clock
@@ -56,23 +60,34 @@ class Sink:
         self.transcript = transcript
         self.added = added
         self.hub = hub
-        self.journaled: set[str] = set()
+        self.journaled: dict[str, tuple[MessageRecord, int | None]] = {}
         self.published: set[str] = set()
+        self.lock = anyio.Lock() if recorder.fsync == "commit" else None
 
     async def send(self, event: QueryEvent, /) -> None:
-        if type(event) is MessageCommitted:
-            message = event.message
-            if message.id in self.published:
-                return
-            if message.at is None:  # said now, by the Session's clock
-                message = msgspec.structs.replace(message, at=self.clock())
-                event = msgspec.structs.replace(event, message=message)
-            if message.id not in self.journaled:
-                self.recorder.write(MessageRecord(turn=self.turn, message=message))
-                self.journaled.add(message.id)
-                self.context.append(message)
-                self.transcript.add(self.turn, message)
-                self.added.append(message)
-                await self.recorder.sync_commit()
-            self.published.add(message.id)
-        self.hub.publish(event)
+        if type(event) is not MessageCommitted:
+            self.hub.publish(event)
+        elif self.lock is None:
+            await self.commit(event)
+        else:
+            async with self.lock:
+                await self.commit(event)
+
+    async def commit(self, event: MessageCommitted) -> None:
+        message = event.message
+        if message.id in self.published:
+            return
+        if message.at is None:  # said now, by the Session's clock
+            message = msgspec.structs.replace(message, at=self.clock())
+        written = self.journaled.get(message.id)
+        if written is None:
+            record = MessageRecord(
+                turn=self.turn, message=message, query_id=event.query_id, round=event.round
+            )
+            written = self.journaled[message.id] = (record, self.recorder.write(record))
+            self.context.append(message)
+            self.transcript.add(self.turn, message)
+            self.added.append(message)
+            await self.recorder.sync_commit()
+        self.published.add(message.id)
+        self.hub.announce(*written)

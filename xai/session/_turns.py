@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from xai.events import SessionEvent, TurnDone, TurnStarted
 from xai.logs import get_logger
 from xai.messages import (
     ErrorInfo,
@@ -28,13 +27,13 @@ from xai.messages import (
 from xai.providers import Provider
 from xai.query import CancelToken, Query
 from xai.session import _oplog
+from xai.session._announce import SessionHub
 from xai.session._between import Between
 from xai.session._compaction import message_chars
 from xai.session._context import Context
 from xai.session._history import interrupted_by_crash, unanswered_calls
 from xai.session._inbox import Inbox
 from xai.session._lifecycle import Lifecycle, SessionState
-from xai.session._observers import Hub
 from xai.session._recorder import Recorder
 from xai.session._records import InputRecord, MessageRecord, TurnEndRecord, TurnStartRecord
 from xai.session._sink import Sink
@@ -104,7 +103,7 @@ class Turns:
         transcript: Transcript,
         spending: Spending,
         recorder: Recorder,
-        hub: Hub[SessionEvent],
+        hub: SessionHub,
         between: Between,
     ) -> None:
         self.session = session  # (id, parent id, depth): what a turn's span says
@@ -184,8 +183,10 @@ class Turns:
         for call in missing:
             _log.debug("session.call_repaired", tool=call.name, call_id=call.id, turn=turn)
             synthetic = interrupted_by_crash(call)
-            await self.recorder.commit(MessageRecord(turn=turn, message=synthetic))
+            record = MessageRecord(turn=turn, message=synthetic)
+            position = await self.recorder.commit(record)
             self.context.place(synthetic)  # where replaying the journal puts it, too
+            self.hub.announce(record, position)  # (journaled: told, as every message is)
         if missing and open_turn is None:
             _log.warning(
                 "session.history_repaired",
@@ -193,10 +194,10 @@ class Turns:
                 reason="tool results missing from the journal",
             )
         if open_turn is not None:
-            outcome = TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED)
-            await self.recorder.commit(TurnEndRecord(outcome=outcome))
+            end = TurnEndRecord(outcome=TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED))
+            position = await self.recorder.commit(end)
             await self.recorder.sync()
-            self.hub.publish(TurnDone(outcome=outcome))
+            self.hub.announce(end, position)
             _log.warning("session.crashed_turn_closed", turn=turn)
         elif missing:
             await self.recorder.sync()
@@ -214,21 +215,25 @@ class Turns:
                 ),
                 input_id=message.id if message else None,
             )
-            await self.recorder.commit(TurnEndRecord(outcome=outcome))  # it consumes the input
+            end = TurnEndRecord(outcome=outcome)
+            position = await self.recorder.commit(end)  # it consumes the input
             _oplog.turn_done(outcome, rounds=0, messages=(), started=time.perf_counter())
-            self.hub.publish(TurnDone(outcome=outcome))
+            self.hub.announce(end, position)
             slot.resolve(outcome)
             return None
         self.count += 1
         turn = self.count
         self.added = [message] if message is not None else []
+        start: InputRecord | TurnStartRecord
         if message is not None:
-            await self.recorder.commit(InputRecord(turn=turn, message=message))
+            start = InputRecord(turn=turn, message=message)
+            position = await self.recorder.commit(start)
             self.context.append(message)
             self.transcript.add(turn, message)
         else:
-            await self.recorder.commit(TurnStartRecord(turn=turn))
-        self.hub.publish(TurnStarted(turn=turn, input=message))
+            start = TurnStartRecord(turn=turn)
+            position = await self.recorder.commit(start)
+        self.hub.announce(start, position)
         self.spending.begin_turn()
         started = time.perf_counter()
         await self.between.compact_if_needed("proactive")
@@ -252,10 +257,11 @@ class Turns:
             input_id=message.id if message else None,
         )
         self.spending.turn_ended(usage)
-        await self.recorder.commit(TurnEndRecord(outcome=outcome))
+        end = TurnEndRecord(outcome=outcome)
+        position = await self.recorder.commit(end)
         await self.recorder.sync_turn()
         _oplog.turn_done(outcome, rounds=rounds, messages=self.added, started=started)
-        self.hub.publish(TurnDone(outcome=outcome))
+        self.hub.announce(end, position)
         slot.resolve(outcome)
         return turn
 
