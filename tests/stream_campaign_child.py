@@ -3,16 +3,19 @@
 Like ``campaign_child``, but through an ``AgentHost`` with a reader on every Session's
 event stream, as an SSE client would read it: each reader resumes after the last event
 id it recorded (``Last-Event-ID``) and records every event it is given. A life dies
-from outside at a random moment, or, when ``fsync_kill`` is set, from inside: in the
-fsync at the end of a turn (the journal says the turn ended, nothing announced it yet).
+from outside at a random moment, or from inside: in the fsync at the end of a turn
+(``fsync``: the journal says the turn ended, nothing announced it yet), or, its journals
+synced after every record, in the fsync of a committed message (``message``: the journal
+has it, no reader was told).
 
 Written as it happens, each line with one ``O_APPEND`` write:
 
 - ``acks``: ``<session id> <input id>`` once ``submit`` returned (the input is on disk);
 - ``sessions``: every Session id opened;
-- ``reads/<session id>``: ``<seq> <kind> <turn>`` for each turn event a reader got, and
-  ``<seq> other -`` for any other event (a reader resumes after the last seq);
-- ``lives``: ``up <life>`` once the host runs, ``fsync <life>`` as it dies in the fsync,
+- ``reads/<session id>``: ``<seq> <type> <journal position>`` for each event a reader got
+  (``-`` for an event no journal record backs; a reader resumes after the last seq);
+- ``lives``: ``up <life>`` once the host runs, ``fsync <life>`` (``message <life>``) as it
+  dies in the fsync,
   ``final-done`` at the very end.
 """
 
@@ -28,13 +31,14 @@ from typing import TYPE_CHECKING
 import anyio
 
 from tests.campaign_child import _until_idle, log
-from xai.agent import AgentConfig, AgentHost, OpenSession
+from tests.stream_crash_child import line
+from xai.agent import AgentConfig, AgentHost, OpenSession, _streams
 from xai.config import EmbeddingConfig, LLMConfig
-from xai.events import SessionClosed, TurnDone, TurnStarted
+from xai.events import SessionClosed
 from xai.exceptions import SessionClosedError
 from xai.memory import OpenAIEmbedder
 from xai.providers import OpenAIProvider, RetryPolicy
-from xai.session import SessionConfig
+from xai.session import JournalEvent, SessionConfig, journal_events
 from xai.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -44,15 +48,16 @@ AGENT = "ada"
 MAX_SESSIONS = 3
 _fsync = os.fsync
 _dying: list[str] = []  # the line the life writes to ``lives`` as it dies in the fsync
+_dies_at = [b'"kind":"turn_end"']  # what the journal's last record holds then
 
 
 def _dying_fsync(fd: int | HasFileno) -> None:
-    """Die inside the fsync of a journal whose last record ends a turn."""
+    """Die inside the fsync of a journal whose last record is what ``_dies_at`` says."""
     number = fd if isinstance(fd, int) else fd.fileno()
     path = os.readlink(f"/proc/self/fd/{number}")
     if path.endswith("journal.jsonl"):
         with open(path, "rb") as f:
-            if b'"kind":"turn_end"' in f.read().splitlines()[-1]:
+            if _dies_at[0] in f.read().splitlines()[-1]:
                 log(Path(_dying[0]), _dying[1])
                 os.kill(os.getpid(), signal.SIGKILL)
     _fsync(fd)
@@ -60,7 +65,8 @@ def _dying_fsync(fd: int | HasFileno) -> None:
 
 def run_life(directory: str, base_url: str, life: int, seed: int, how: str) -> None:
     """The entry point of a forked child. ``how``: ``random`` (killed from outside),
-    ``fsync`` (dies in an end-of-turn fsync), ``final`` (finishes and closes)."""
+    ``fsync`` (dies in an end-of-turn fsync), ``message`` (dies in a message's fsync),
+    ``final`` (finishes and closes)."""
     anyio.run(_life, Path(directory), base_url, life, seed, how)
 
 
@@ -79,21 +85,28 @@ async def _read(host: AgentHost, root: Path, session_id: str) -> None:
         return  # closed, and its stream no longer kept: nothing left to read
     async with aclosing(events):
         async for event in events:
-            body = event.event
-            if isinstance(body, TurnStarted):
-                line = f"{event.seq} started {body.turn}"
-            elif isinstance(body, TurnDone):
-                line = f"{event.seq} done {body.outcome.turn}"
-            else:
-                line = f"{event.seq} other -"
-            log(record, line)
-            if isinstance(body, SessionClosed):
+            log(record, line(event))
+            if isinstance(event.event, SessionClosed):
                 return
+
+
+def _count_retold(root: Path) -> None:
+    """Record in ``retold`` (a line per stream taken up again) the events a stream reads
+    back from the journal for its readers: those a kill left untold."""
+
+    def counted(path: Path, after: int, upto: int) -> list[JournalEvent]:
+        events = journal_events(path, after, upto)
+        if events:
+            log(root / "retold", " ".join(str(e.event.__struct_config__.tag) for e in events))
+        return events
+
+    _streams.journal_events = counted  # type: ignore[attr-defined]
 
 
 async def _life(root: Path, base_url: str, life: int, seed: int, how: str) -> None:
     rng = random.Random(seed * 1_000 + life)
     (root / "reads").mkdir(exist_ok=True)
+    _count_retold(root)
 
     async def work(ctx: ToolContext[object], tag: str) -> str:
         """Slow work the model asks for (``tag`` names it)."""
@@ -103,7 +116,12 @@ async def _life(root: Path, base_url: str, life: int, seed: int, how: str) -> No
     llm = LLMConfig(model="m", base_url=base_url, api_key="k", max_retries=0)
     embedder = OpenAIEmbedder(EmbeddingConfig(model="e", base_url=base_url, api_key="k"))
     config = AgentConfig(
-        session=SessionConfig(extract_memory=True, delegation=False, hook_timeout=10.0),
+        session=SessionConfig(
+            extract_memory=True,
+            delegation=False,
+            hook_timeout=10.0,
+            fsync="commit" if how == "message" else "turn",
+        ),
         sync_ledger=False,
     )
     retry = RetryPolicy(max_retries=3, initial_delay=0.01, max_delay=0.05)
@@ -124,8 +142,10 @@ async def _life(root: Path, base_url: str, life: int, seed: int, how: str) -> No
             for session in agent.sessions.values():
                 if session.interrupted_turn:
                     session.continue_turn()
-            if how == "fsync":
-                _dying[:] = [str(root / "lives"), f"fsync {life}"]
+            if how in ("fsync", "message"):
+                _dying[:] = [str(root / "lives"), f"{how} {life}"]
+                if how == "message":
+                    _dies_at[:] = [b'"kind":"message"']
                 os.fsync = _dying_fsync
             log(root / "lives", f"up {life}")
             if how == "final":

@@ -20,10 +20,11 @@ The seed is ``XAI_CAMPAIGN_SEED`` (default 13); a failure prints it.
 The streamed campaign does the same through an ``AgentHost`` with a reader on every
 Session's event stream (resuming with its last event id, as an SSE client does), and
 kills inside the end-of-turn fsync and right after a start (while the inputs the kill
-left run again) too: every ``turn_started``/``turn_done`` the journals record reaches
-the readers exactly once. CI runs ``XAI_STREAM_CAMPAIGN_KILLS`` = 6 lives (~15 s); 30
-take about a minute (seeds 7, 13, 21: 30 kills, 10 of them inside the fsync, each turn
-announced once, 0 inputs lost).
+left run again) too: every journal-backed event the journals record (turn starts and
+ends, committed messages, memory candidates, compactions, the close) reaches the readers
+exactly once, in journal order, with its journal position, under consecutive numbers.
+CI runs ``XAI_STREAM_CAMPAIGN_KILLS`` = 6 lives (~15 s); docs/crash-safety.md has the
+figures of 30.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ from tests.session_helpers import extraction_responder, is_side_request, last_co
 from tests.test_agent import judge_adds
 from xai.memory import JUDGE_MARKER
 from xai.messages import UserMessage
-from xai.session import JOURNAL_FILE, read_journal
+from xai.session import JOURNAL_FILE, journal_events, read_journal
 from xai.session._journal import read_records
-from xai.session._records import InputRecord, TurnEndRecord, TurnStartRecord
+from xai.session._records import InputRecord
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
 KILLS = int(os.environ.get("XAI_CAMPAIGN_KILLS", "16"))
@@ -180,9 +181,9 @@ def test_random_kills_with_readers_attached_announce_every_turn_once(
     context.set_forkserver_preload(["tests.stream_campaign_child"])
     rng = random.Random(SEED)
     lives = tmp_path / "lives"
-    in_fsync = 0
+    in_fsync = Counter[str]()
     for life in range(STREAM_KILLS):
-        how = "fsync" if life % 3 == 2 else "random"
+        how = "random" if life % 3 != 2 else ("fsync", "message")[life // 3 % 2]
         process = context.Process(
             target=_run_streamed_life,
             args=(str(tmp_path), openai_server.base_url, life, SEED, how),
@@ -190,9 +191,9 @@ def test_random_kills_with_readers_attached_announce_every_turn_once(
         process.start()
         try:
             _wait_for(lambda life=life: f"up {life}" in _lines(lives), process, life)
-            if how == "fsync":
-                process.join(30)  # it dies by itself at the next end of a turn
-                in_fsync += f"fsync {life}" in _lines(lives)
+            if how != "random":
+                process.join(30)  # it dies by itself at the next end of a turn (message)
+                in_fsync[how] += f"{how} {life}" in _lines(lives)
             else:  # now and then right away: while the inputs the last kill left run again
                 time.sleep(rng.uniform(0.0, 0.05) if life % 3 == 1 else rng.uniform(0.0, 0.8))
         finally:
@@ -208,11 +209,16 @@ def test_random_kills_with_readers_attached_announce_every_turn_once(
     final.join(180)
     assert final.exitcode == 0, f"the last life failed or hung (seed {SEED})"
     assert "final-done" in _lines(lives)
-    assert in_fsync, "no life died inside an end-of-turn fsync"
-    turns, sessions, acked = _check_streams(tmp_path)
+    assert in_fsync["fsync"], "no life died inside an end-of-turn fsync"
+    told, sessions, acked, retold = _check_streams(tmp_path)
     print(  # the campaign's figures, shown with `pytest -s`
-        f"streamed kill campaign, seed {SEED}: {STREAM_KILLS} kills ({in_fsync} inside the "
-        f"end-of-turn fsync), {sessions} sessions, {turns} turns each announced once, "
+        f"streamed kill campaign, seed {SEED}: {STREAM_KILLS} kills ({in_fsync['fsync']} "
+        f"inside the end-of-turn fsync, {in_fsync['message']} inside a message's), {sessions} "
+        f"sessions, journal-backed events each told once: "
+        + ", ".join(f"{kind} {n}" for kind, n in sorted(told.items()))
+        + "; told again from the journal after a kill: "
+        + (", ".join(f"{kind} {n}" for kind, n in sorted(retold.items())) or "none")
+        + "; "
         f"{acked} inputs acknowledged (0 lost)"
     )
 
@@ -223,38 +229,38 @@ def _run_streamed_life(directory: str, base_url: str, life: int, seed: int, how:
     run_life(directory, base_url, life, seed, how)
 
 
-def _journal_marks(journal: Path) -> list[tuple[str, int]]:
-    marks: list[tuple[str, int]] = []
-    for record in read_records(journal):
-        if isinstance(record, InputRecord | TurnStartRecord):
-            marks.append(("started", record.turn))
-        elif isinstance(record, TurnEndRecord):
-            marks.append(("done", record.outcome.turn))
-    return marks
-
-
-def _check_streams(root: Path) -> tuple[int, int, int]:
+def _check_streams(root: Path) -> tuple[Counter[str], int, int, Counter[str]]:
+    """Each Session's readers got every journal-backed event of its journal once, in
+    journal order, under consecutive numbers, and saw it close. Returns the events told
+    by type, the Sessions, the inputs acknowledged, and how many events a stream told
+    again from the journal after a kill (the warnings the lives logged)."""
     journals = sorted((root / "agents" / "ada" / "sessions").glob(f"*/{JOURNAL_FILE}"))
     assert journals, "no session"
     started: set[str] = set()
-    turns = 0
+    told: Counter[str] = Counter()
     for journal in journals:
         session_id = journal.parent.name
         assert read_journal(journal, repair=False).closed is not None, f"{journal} not closed"
         for record in read_records(journal):
             if isinstance(record, InputRecord):
                 started.add(record.message.id)
-        expected = _journal_marks(journal)
+        expected = [
+            (str(e.event.__struct_config__.tag), e.position)
+            for e in journal_events(journal, 0, journal.stat().st_size)
+        ]
         lines = [line.split() for line in _lines(root / "reads" / session_id)]
         seqs = [int(seq) for seq, _, _ in lines]
-        assert seqs == sorted(set(seqs)), f"{session_id}: an event told twice (seed {SEED})"
-        told = [(kind, int(turn)) for _, kind, turn in lines if kind != "other"]
-        assert told == expected, (
-            f"{session_id}: the readers were told {told}, the journal says {expected} (seed {SEED})"
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), (
+            f"{session_id}: an event told twice or a gap (seed {SEED})"
         )
-        assert lines and lines[-1][1] == "other", f"{session_id}: the readers never saw it close"
-        turns += sum(1 for kind, _ in expected if kind == "done")
+        got = [(kind, int(at)) for _, kind, at in lines if at != "-"]
+        assert got == expected, (
+            f"{session_id}: the readers were told {got}, the journal says {expected} (seed {SEED})"
+        )
+        assert lines[-1][1] == "session_closed", f"{session_id}: the readers never saw it close"
+        told.update(kind for kind, _ in got)
     acked = {line.split()[1] for line in _lines(root / "acks")}
     lost = acked - started
     assert acked and not lost, f"{len(lost)} of {len(acked)} acknowledged inputs lost (seed {SEED})"
-    return turns, len(journals), len(acked)
+    retold = Counter(kind for line in _lines(root / "retold") for kind in line.split())
+    return told, len(journals), len(acked), retold
