@@ -15,6 +15,9 @@ record (the modes that die at a message). MODE says where the process dies, from
   ``first``; in the fsync at the end of its turn (the Query is over, ``session.busy`` is
   False, the ``turn_done`` not yet published) a reader comes, which makes the Session's
   stream; then the process dies.
+- ``close``: submit ``first``, wait for the turn, close the Session, and die in the
+  fsync after its ``closed`` record: the journal says closed, no ``session_closed`` was
+  published.
 - ``requeue``: a later life on the same ``ROOT``: the Agent reopens the Session, the
   input accepted before the last kill runs again (turn 2), and the process dies in the
   fsync of that turn's assistant message.
@@ -85,6 +88,8 @@ def main(root: Path, base_url: str, mode: str) -> None:
     async def run() -> None:
         config = LLMConfig(model="m", base_url=base_url, api_key="k", max_retries=0)
         agent_config = AgentConfig(session=SessionConfig(fsync="commit" if at_message else "turn"))
+        if mode == "close":
+            _dies_at[:] = [b'"kind":"closed"']
         if at_message:
             _dies_at[:] = [b'"kind":"message"', b'"role":"assistant"']
         os.fsync = _dying_fsync  # from here on (a reopen's requeued turn dies too)
@@ -111,7 +116,10 @@ def main(root: Path, base_url: str, mode: str) -> None:
                 session_id = info.session_id
                 (root / "session").write_text(session_id)
             group.start_soon(_read, host, root, session_id)
-            if mode != "requeue":
+            if mode == "close":
+                await host.send("ada", session_id, "first")
+                await host.close_session("ada", session_id)
+            elif mode != "requeue":
                 await host.submit("ada", session_id, "first")
                 await host.submit("ada", session_id, "second")  # accepted, waits
             await anyio.sleep(3600)

@@ -253,3 +253,30 @@ async def test_a_stream_made_in_the_end_of_turn_fsync_then_killed_still_tells_th
     assert resumed[0].event.outcome.text == "echo: first"
     at = resumed[0].journal
     assert at is not None and journal_says(tmp_path, session_id, at)[-1] == ("turn_done", at)
+
+
+async def test_a_kill_in_the_sync_of_the_close_still_tells_the_readers_it_closed(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """The process dies in the sync after the journal's ``closed`` record: the journal says
+    the Session closed, its stream never said so. The Session is not reopened (it is
+    closed); its stream, read back from its log, is first completed from the journal, so
+    the reader that comes back is told the close (old code: the stream ended without
+    ``session_closed``)."""
+    for responder in (extraction_responder, judge_adds, echo):
+        openai_server.script.add_responder(responder)
+    await anyio.to_thread.run_sync(run_life, tmp_path, openai_server.base_url, "close")
+    session_id = (tmp_path / "session").read_text()
+    before = (tmp_path / "reads").read_text().splitlines()
+    assert "session_closed" not in " ".join(before)
+
+    resumed: list[SessionEvent] = []
+    async with AgentHost(tmp_path / "agents", lambda _: provider) as host:
+        for _ in range(2):  # (a second reader: the log was completed once)
+            with anyio.fail_after(60):  # a guard against a hang, not a wait
+                events = await host.events("ada", session_id, int(before[-1].split()[0]))
+                async with aclosing(events):
+                    resumed = [event async for event in events]
+            backed = check_exactly_once(tmp_path, session_id, [line(e) for e in resumed])
+            assert backed[-1][0] == "session_closed"
+            assert [type(e.event).__name__ for e in resumed][-1:] == ["SessionClosed"]

@@ -28,18 +28,19 @@ A torn or unreadable tail (a kill mid-write, a crash) is cut off.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 import msgspec
 
 from xai._files import space_checked
-from xai.events import SessionEvent
+from xai.events import SessionClosed, SessionEvent, SessionEventBody
 from xai.logs import get_logger
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "Found",
     "boot_id",
     "clock_start",
+    "complete_log",
     "open_log",
     "read_log",
     "sweep_logs",
@@ -116,6 +118,8 @@ class Found(NamedTuple):
     journal: int | None = None
     """How far in the Session's journal it has announced: the position of the last
     record it announced or began after (``None``: a log from before ``journal`` marks)."""
+    closed: bool = False
+    """It holds its Session's ``session_closed``."""
 
 
 def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEvent]]:
@@ -127,6 +131,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
     sealed = False
     good = 0
     journal: int | None = None
+    closed = False
     events: list[SessionEvent] = []
     offset = 0
     for line in data.split(b"\n")[:-1]:  # (the part after the last newline is torn)
@@ -163,6 +168,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
                 count += 1
                 sealed = False
                 journal = _journal(event, journal)
+                closed = closed or isinstance(event.event, SessionClosed)
                 if after is not None and seq > after:
                     events.append(event)
             else:
@@ -181,6 +187,7 @@ def _scan(data: bytes, after: int | None) -> tuple[Found | None, list[SessionEve
         sealed=sealed,
         good=good,
         journal=journal,
+        closed=closed,
     )
     return found, events
 
@@ -333,6 +340,47 @@ def open_log(path: Path, journal: int | None = None) -> tuple[EventLog, Found, O
         journal=journal,
     )
     return EventLog(path, start, 0, journal), fresh, how
+
+
+def complete_log(
+    path: Path, session_id: str, missing: Callable[[int], Sequence[tuple[int, SessionEventBody]]]
+) -> None:
+    """Complete the log of a Session that closed from its journal: ``missing(position)``
+    gives the journal-backed events past the position the log has announced (with their
+    positions), which a kill between a record and its event left out (inside the close's
+    own sync, say); they are numbered on and appended, and the log sealed. Nothing is
+    done when the log told its close, cannot say where it is in the journal, or may have
+    lost its tail (an unsealed log of another boot). Under an exclusive lock on the file,
+    so two readers that come for it at once add them once. Blocking."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # (released when closed)
+        data = path.read_bytes()
+        found = _scan(data, None)[0]
+        if found is None or found.closed or found.journal is None:
+            return
+        if not found.sealed and found.boot != boot_id():
+            return
+        told = missing(found.journal)
+        if not told:
+            return
+        if found.good < len(data):
+            os.ftruncate(fd, found.good)
+        lines = [
+            _encode(SessionEvent(session_id, found.last + n, body, at)) + b"\n"
+            for n, (at, body) in enumerate(told, start=1)
+        ]
+        _log.warning(
+            "events_log.completed_from_journal",
+            path=str(path),
+            events=[f"{type(body).__name__}@{at}" for at, body in told],
+        )
+        os.write(fd, b"".join(lines) + _encode(("sealed",)) + b"\n")
+    finally:
+        os.close(fd)
 
 
 def sweep_logs(directory: Path, keep: set[str], before: float) -> list[str]:

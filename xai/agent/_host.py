@@ -50,7 +50,7 @@ from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
-from xai.session import Session
+from xai.session import JOURNAL_FILE, Session
 from xai.tools import Tool
 
 __all__ = ["AgentHost"]
@@ -400,7 +400,10 @@ class AgentHost(AsyncContextManagerMixin):
                         path = self.streams.log_path(agent_id, session_id)
                         if not path.is_file():
                             raise
-                        stream = await SessionStream.of_closed(session_id, path, self.replay_events)
+                        journal = agent.directory / "sessions" / session_id / JOURNAL_FILE
+                        stream = await SessionStream.of_closed(
+                            session_id, path, self.replay_events, journal
+                        )
                         self.streams.keep(agent_id, stream)
                     else:
                         stream = self.streams.of(agent_id, session)

@@ -44,13 +44,14 @@ Without a ``log`` the window lives in memory only (and a new stream is a new one
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 import anyio
 
-from xai.agent._eventlog import EventLog, Found, clock_start, open_log, read_log
+from xai.agent._eventlog import EventLog, Found, clock_start, complete_log, open_log, read_log
 from xai.events import (
     SessionClosed,
     SessionEvent,
@@ -153,9 +154,15 @@ class SessionStream:
         Session in memory)."""
 
     @classmethod
-    async def of_closed(cls, session_id: str, log: Path, capacity: int) -> SessionStream:
-        """The stream of a Session that closed, read back from its log (nothing is written:
-        a number past the log's end, after a machine crash, is refused)."""
+    async def of_closed(
+        cls, session_id: str, log: Path, capacity: int, journal: Path | None = None
+    ) -> SessionStream:
+        """The stream of a Session that closed, read back from its log (a number past the
+        log's end, after a machine crash, is refused). With the Session's ``journal``, what
+        the log lacks of it (a kill fell between a record and its event) is added first."""
+        if journal is not None:
+            missing = functools.partial(_journal_tail, journal)
+            await anyio.to_thread.run_sync(complete_log, log, session_id, missing)
         found, _ = await anyio.to_thread.run_sync(read_log, log, 2**62)
         stream = cls(session_id, capacity, log=log)
         stream.read_closed(found)
@@ -441,3 +448,12 @@ class SessionStream:
         if not events or events[0].seq != position + 1:  # gone meanwhile: never a gap
             raise EventsExpiredError(self.session_id, position, first=self.first, last=self.written)
         return events
+
+
+def _journal_tail(journal: Path, after: int) -> list[JournalEvent]:
+    """The journal-backed events of ``journal`` past ``after``, to its end. Blocking."""
+    try:
+        size = journal.stat().st_size
+    except OSError:
+        return []
+    return journal_events(journal, after, size)
