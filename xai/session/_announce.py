@@ -35,7 +35,7 @@ _log = get_logger(__name__)
 class Announcing(Protocol):
     """A journal record a Session announces: the event that says it was written."""
 
-    def announce(self) -> SessionEventBody: ...
+    def announce(self) -> SessionEventBody | None: ...
 
 
 class SessionHub(Hub[SessionEvent]):
@@ -56,11 +56,14 @@ class SessionHub(Hub[SessionEvent]):
     def announce(self, record: Announcing, position: int | None) -> None:
         """Publish the event of ``record``, written at ``position`` (``None``: a Session
         without a journal)."""
-        self.seq += 1
         if position is not None:
             self.announced = max(self.announced, position)
+        body = record.announce()
+        if body is None:
+            return
+        self.seq += 1
         if self._has_audience():
-            self.deliver(SessionEvent(self.session_id, self.seq, record.announce(), position))
+            self.deliver(SessionEvent(self.session_id, self.seq, body, position))
 
 
 class JournalEvent(NamedTuple):
@@ -99,7 +102,8 @@ def journal_events(path: Path, after: int, upto: int) -> list[JournalEvent]:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             _log.warning("journal.events_unreadable", path=str(path), at=position, error=str(exc))
             break
-        announce: Callable[[], SessionEventBody] | None = getattr(record, "announce", None)
-        if announce is not None:
-            out.append(JournalEvent(position, announce()))
+        announce: Callable[[], SessionEventBody | None] | None = getattr(record, "announce", None)
+        body = announce() if announce is not None else None
+        if body is not None:
+            out.append(JournalEvent(position, body))
     return out

@@ -16,7 +16,7 @@ from xai.session._candidates import Candidates
 from xai.session._inbox import Inbox
 from xai.session._lifecycle import Lifecycle, SessionState
 from xai.session._recorder import Recorder
-from xai.session._records import ClosedRecord, TurnEndRecord
+from xai.session._records import ClosedRecord, ClosingRecord, TurnEndRecord
 from xai.session._transcript import Transcript
 from xai.session._types import FinalizingContext, FinalizingHook, TurnSlot, run_hooks
 from xai.session._usage import Spending
@@ -79,7 +79,7 @@ class Ending:
             lifecycle.closing(lifecycle.close_reason)
         reason = lifecycle.close_reason
         recorder, hub = self.recorder, self.hub
-        closed: tuple[ClosedRecord, int | None] | None = None  # the last word, if ``closed``
+        closed: tuple[ClosedRecord | ClosingRecord, int | None] | None = None  # the last word
         try:
             if current is not None and current.outcome is None:
                 # The turn was torn down from outside (or by a failure) before it finished.
@@ -116,7 +116,7 @@ class Ending:
             try:
                 if closed is not None:
                     hub.announce(*closed)
-                else:  # (``closing``, or the journal failed: nothing recorded to announce)
+                else:  # (no journal, or it failed: nothing recorded to announce)
                     hub.publish(SessionClosed(reason=reason))
                 hub.end()
                 pending = len(self.candidates.unacknowledged())

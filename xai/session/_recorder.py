@@ -162,20 +162,18 @@ class Recorder:
 
     def last_word(
         self, reason: CloseReason, *, waiting: int, hooks_took_all: bool
-    ) -> tuple[ClosedRecord, int | None] | None:
+    ) -> tuple[ClosedRecord | ClosingRecord, int | None]:
         """``closed``, or ``closing`` while ``waiting`` candidates wait for an acknowledgement
-        the hooks did not give. The ``closed`` record written and its position (it is
-        announced), or ``None`` for ``closing`` (which is not)."""
+        the hooks did not give: the record written and its position (it is announced)."""
+        record: ClosedRecord | ClosingRecord
         if hooks_took_all or not waiting:
             record = ClosedRecord(reason=reason, at=now())
-            position = self.write(record)
             self.unclosed = None
-            return record, position
         else:
-            self.write(ClosingRecord(reason=reason, at=now()))
+            record = ClosingRecord(reason=reason, at=now())
             self.unclosed = reason
             _log.warning("session.closing_pending", unacknowledged=waiting)
-            return None
+        return record, self.write(record)
 
     def close(self) -> None:
         if self.journal is not None:
@@ -192,6 +190,6 @@ class Recorder:
         elif self._exists and self.path is not None:
             records: list[Record] = [record]
             if closed and self.unclosed is not None and not waiting:
-                records.append(ClosedRecord(reason=self.unclosed, at=now()))
+                records.append(ClosedRecord(reason=self.unclosed, at=now(), late=True))
                 self.unclosed = None
             append_records(self.path, *records)

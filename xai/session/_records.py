@@ -4,7 +4,7 @@ Private to ``xai.session``: code outside it reads a journal through ``JournalVie
 See ``_journal`` for the order a Session writes them in and what each means.
 
 A record that a Session announces has an ``announce()`` method giving the event that
-announces it (``Announcing``): the Session publishes exactly that event once the
+announces it (``Announcing``; ``None``: this one announces nothing): the Session publishes exactly that event once the
 record is written (``SessionHub.announce``), and a stream that missed it (a kill
 between the two) is given the same event read back from the journal
 (``journal_events``). One function makes both, so what the journal says and what the
@@ -172,13 +172,19 @@ class ClosingRecord(_Record, frozen=True, tag="closing"):
     reason: CloseReason
     at: float
 
+    def announce(self) -> SessionClosed:
+        return SessionClosed(reason=self.reason)  # (the Session's task ended here)
+
 
 class ClosedRecord(_Record, frozen=True, tag="closed"):
     reason: CloseReason
     at: float
+    late: bool = False
+    """Written by an acknowledgement that came after the close (which said ``closing``
+    and was announced then): it completes the close and announces nothing."""
 
-    def announce(self) -> SessionClosed:
-        return SessionClosed(reason=self.reason)
+    def announce(self) -> SessionClosed | None:
+        return None if self.late else SessionClosed(reason=self.reason)
 
 
 Record: TypeAlias = (
