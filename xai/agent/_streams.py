@@ -28,7 +28,10 @@ a stream that takes up a log again announces first, from the journal
 attaches to begins (``Session.announced``: a reopened Session announces only what it
 writes itself), each once, in journal order, with its position, under the next
 numbers. A stream made for a running Session begins at ``Session.announced``: exactly
-what the Session has announced so far, no guess. No task runs per stream. Recent events are also kept in memory while the
+what the Session has announced so far, no guess. The stream of a closed Session read
+back from its log is completed from its journal the same way (``complete_log``).
+
+No task runs per stream. Recent events are also kept in memory while the
 Session runs (for readers that keep up); a suspended or closed stream keeps none,
 its readers read the file. A stream made again on the same log (the Agent
 reopened, here or by another process) goes on from the log's last number, so a
