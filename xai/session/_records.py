@@ -11,12 +11,23 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.events import CompactionMethod
-from xai.messages import CloseReason, MemoryCandidate, Message, TurnOutcome, Usage, UserMessage
+from xai.messages import (
+    ApprovalDecision,
+    CloseReason,
+    MemoryCandidate,
+    Message,
+    PendingApproval,
+    TurnOutcome,
+    Usage,
+    UserMessage,
+)
 from xai.session._prompt import SystemPrompt
 
 __all__ = [
     "JOURNAL_FILE",
     "AcceptedRecord",
+    "ApprovalAskedRecord",
+    "ApprovalDecidedRecord",
     "CandidatesRecord",
     "ClosedRecord",
     "ClosingRecord",
@@ -28,6 +39,7 @@ __all__ = [
     "MessageRecord",
     "Record",
     "ReportedRecord",
+    "ToolStartRecord",
     "TurnEndRecord",
     "TurnStartRecord",
     "UsageRecord",
@@ -115,6 +127,27 @@ class UsageRecord(_Record, frozen=True, tag="usage"):
     purpose: str
 
 
+class ApprovalAskedRecord(_Record, frozen=True, tag="approval_asked"):
+    """A call of the open turn waits for a person (written before anyone is told)."""
+
+    pending: PendingApproval
+
+
+class ApprovalDecidedRecord(_Record, frozen=True, tag="approval_decided"):
+    """A person decided a held call (written before the decision is applied: a restart
+    applies it, once)."""
+
+    decision: ApprovalDecision
+
+
+class ToolStartRecord(_Record, frozen=True, tag="tool_start"):
+    """An approved call is about to run (synced first): a restart that finds this and no
+    result answers it ``interrupted`` rather than run it twice."""
+
+    turn: int
+    call_id: str
+
+
 class ClosingRecord(_Record, frozen=True, tag="closing"):
     """The Session closed while the owner had not acknowledged all its candidates (a hook
     failed or timed out): it is closed only once they are (a later ``reported`` line
@@ -141,6 +174,9 @@ Record: TypeAlias = (
     | CandidatesRecord
     | ReportedRecord
     | UsageRecord
+    | ApprovalAskedRecord
+    | ApprovalDecidedRecord
+    | ToolStartRecord
     | ClosingRecord
     | ClosedRecord
 )

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import msgspec
 
-from xai.events import MessageCommitted, QueryEvent, SessionEvent
-from xai.messages import Message
+from xai.events import MessageCommitted, QueryEvent, SessionEvent, ToolCallStarted
+from xai.messages import Message, ToolMessage
+from xai.session._approvals import Approvals
 from xai.session._context import Context
 from xai.session._observers import Hub
 from xai.session._recorder import Recorder
@@ -28,6 +29,7 @@ class Sink:
 
     __slots__ = (
         "added",
+        "approvals",
         "clock",
         "context",
         "hub",
@@ -48,8 +50,10 @@ class Sink:
         transcript: Transcript,
         added: list[Message],
         hub: Hub[SessionEvent],
+        approvals: Approvals,
     ) -> None:
         self.turn = turn
+        self.approvals = approvals
         self.clock = clock
         self.recorder = recorder
         self.context = context
@@ -60,7 +64,12 @@ class Sink:
         self.published: set[str] = set()
 
     async def send(self, event: QueryEvent, /) -> None:
-        if type(event) is MessageCommitted:
+        if type(event) is ToolCallStarted:
+            start = self.approvals.starting(event.call.id)
+            if start is not None:  # an approved call: on disk before it runs
+                self.recorder.write(start)
+                await self.recorder.sync()
+        elif type(event) is MessageCommitted:
             message = event.message
             if message.id in self.published:
                 return
@@ -74,5 +83,7 @@ class Sink:
                 self.transcript.add(self.turn, message)
                 self.added.append(message)
                 await self.recorder.sync_commit()
+                if isinstance(message, ToolMessage):
+                    self.approvals.answered(message.tool_call_id)
             self.published.add(message.id)
         self.hub.publish(event)
