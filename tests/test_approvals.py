@@ -96,8 +96,9 @@ async def test_approve_runs_the_call_and_the_turn_goes_on(
     assert outcome.status is TurnStatus.COMPLETED and outcome.text == "done"
     assert disk.deleted == ["a.txt"]
     assert [m["content"] for m in tool_results(openai_server)] == ["deleted a.txt"]
+    assert session.approvals.approve("c1") == decision  # kept once applied: a retry is fine
     with pytest.raises(ApprovalNotFoundError):
-        session.approvals.approve("c1")
+        session.approvals.approve("c2")
 
 
 async def test_deny_reaches_the_model_as_the_result(

@@ -119,6 +119,7 @@ class Approvals:
         self.asked: dict[str, PendingApproval] = {a.call.id: a for a in asked}
         """Held calls still without a result, by call id (decided or not)."""
         self.decided: dict[str, ApprovalDecision] = dict(decided)
+        """Every decision taken (kept once applied: a repeat is answered with it)."""
         self.started: set[str] = set(started)
         self.reminded: dict[str, int] = {}
         self.changed: anyio.Event | None = None
@@ -169,6 +170,11 @@ class Approvals:
                     return child.decide(
                         call_id, approved=approved, arguments=arguments, reason=reason, by=by
                     )
+            applied = self.decided.get(call_id)
+            if applied is not None and applied.approved == approved:
+                return applied  # a repeat after the call got its result
+            if applied is not None:
+                raise ApprovalDecidedError(call_id, f"call {call_id} was already decided")
             raise ApprovalNotFoundError(call_id)
         edited: str | None = None
         if approved and arguments is not None:
@@ -240,7 +246,7 @@ class Approvals:
     def starting(self, call_id: str) -> ToolStartRecord | None:
         """The record to sync before an approved call runs (``None``: not a held call)."""
         decision = self.decided.get(call_id)
-        if decision is None or not decision.approved:
+        if decision is None or not decision.approved or call_id not in self.asked:
             return None
         self.started.add(call_id)
         return ToolStartRecord(turn=self.asked[call_id].turn, call_id=call_id)
@@ -248,7 +254,6 @@ class Approvals:
     def answered(self, call_id: str) -> None:
         """The call's result is journaled: nothing of it waits any more."""
         if self.asked.pop(call_id, None) is not None:
-            self.decided.pop(call_id, None)
             self.started.discard(call_id)
             self.reminded.pop(call_id, None)
 

@@ -242,7 +242,8 @@ class JournalView(msgspec.Struct, kw_only=True):
     approvals: list[PendingApproval] = msgspec.field(default_factory=list)
     """Calls held for a person and still without a result in the history (decided or not)."""
     decisions: dict[str, ApprovalDecision] = msgspec.field(default_factory=dict)
-    """The decisions recorded on those calls, by call id (the first one of each)."""
+    """Every decision recorded, by call id (the first one of each): a repeat of one is
+    answered with it, even once its call has its result."""
     tools_started: set[str] = msgspec.field(default_factory=set)
     """Approved calls recorded as started (``tool_start``)."""
 
@@ -449,11 +450,8 @@ def _replay(records: list[Record], path: Path, *, size: int) -> JournalView:
     if state.approvals:  # only those whose call is still unanswered wait
         waiting = {call.id for call in unanswered_calls(state.history)}
         state.approvals = [a for a in state.approvals if a.call.id in waiting]
-        held = {a.call.id for a in state.approvals}
-        state.decisions = {k: v for k, v in state.decisions.items() if k in held}
-        state.tools_started &= held
+        state.tools_started &= {a.call.id for a in state.approvals}
     else:
-        state.decisions.clear()
         state.tools_started.clear()
     state.episodes = transcript.episodes
     state.turn_log = [turns[n] for n in sorted(turns)]
