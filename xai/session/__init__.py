@@ -5,6 +5,7 @@ A journal is read through ``JournalView`` (``read``, ``aread``, ``salvage``, and
 ``read_totals``); its record types are private to this package.
 """
 
+from xai.session._approvals import Approvals
 from xai.session._compaction import COMPACTION_MARKER
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext
 from xai.session._extraction import EXTRACTION_MARKER
@@ -35,6 +36,7 @@ __all__ = [
     "EXTRACTION_MARKER",
     "HELPER_INSTRUCTIONS",
     "JOURNAL_FILE",
+    "Approvals",
     "ChildFactory",
     "EventCallback",
     "FinalizingContext",
