@@ -402,3 +402,35 @@ def _inputs(server: OpenAIWireServer) -> list[Any]:
     from xai.messages import UserMessage
 
     return [UserMessage(content="delete q")]
+
+
+async def test_the_wait_is_a_span_of_the_turn(openai_server: OpenAIWireServer) -> None:
+    """OTel: ``xai.session.approval_wait`` sits in the turn between the round that asked
+    and the approved tool's ``execute_tool`` span."""
+    from tests.test_telemetry import Traces, attrs, tree
+    from xai.testing import ScriptedProvider
+
+    traces = Traces()
+    disk = Disk()
+    provider = ScriptedProvider(
+        [Reply(tool_calls=(call("delete", "c1", path="a"),)), Reply(text="done")]
+    )
+    try:
+        async with Session(provider, tools=disk.tools(), telemetry=traces.telemetry) as session:
+            events = session.subscribe()
+            handle = session.send("delete a")
+            await requested(events)
+            session.approvals.approve("c1")
+            await handle
+        (turn,) = traces.named("xai.session.turn")
+        assert tree(traces, turn) == [
+            "xai.session.turn",
+            "  chat scripted",
+            "  xai.session.approval_wait",
+            "  execute_tool delete",
+            "  chat scripted",
+        ], tree(traces, turn)
+        wait = attrs(traces.one("xai.session.approval_wait"))
+        assert wait["xai.approval.calls"] == 1 and wait["xai.approval.tools"] == ("delete",)
+    finally:
+        traces.close()
