@@ -434,3 +434,25 @@ async def test_the_wait_is_a_span_of_the_turn(openai_server: OpenAIWireServer) -
         assert wait["xai.approval.calls"] == 1 and wait["xai.approval.tools"] == ("delete",)
     finally:
         traces.close()
+
+
+async def test_cancel_while_waiting_ends_the_turn_and_the_call_never_runs(
+    openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    disk = Disk()
+    openai_server.push(
+        Reply(tool_calls=(call("delete", "c1", path="a"),)), Reply(text="next answer")
+    )
+    async with Session(provider, tools=disk.tools()) as session:
+        events = session.subscribe()
+        handle = session.send("delete a")
+        await requested(events)
+        assert session.cancel() is True
+        outcome = await handle
+        assert outcome.status is TurnStatus.CANCELLED and session.state is SessionState.RUNNING
+        assert session.approvals.pending() == ()
+        assert (await session.send("and now?")).text == "next answer"  # a valid history
+    assert disk.deleted == []
+    assert (
+        "cancelled or closed before a person decided" in tool_results(openai_server)[0]["content"]
+    )

@@ -81,6 +81,7 @@ class Approvals:
 
     __slots__ = (
         "asked",
+        "cancelled",
         "changed",
         "children",
         "clock",
@@ -123,6 +124,7 @@ class Approvals:
         self.started: set[str] = set(started)
         self.reminded: dict[str, int] = {}
         self.changed: anyio.Event | None = None
+        self.cancelled = False
         self.children: list[Decider] = []
 
     # -- what a person (or the host) does ---------------------------------------------
@@ -230,6 +232,15 @@ class Approvals:
 
     # -- the turn's side ---------------------------------------------------------------
 
+    def cancel_wait(self) -> bool:
+        """Cancel the turn that waits (its held calls are answered "not run"); False when
+        none waits."""
+        if not self.lifecycle.waiting:
+            return False
+        self.cancelled = True
+        self.wake()
+        return True
+
     def wake(self) -> None:
         changed = self.changed
         if changed is not None:
@@ -323,7 +334,7 @@ class Approvals:
                 undecided = [a for a in self.asked.values() if a.call.id not in self.decided]
                 if not undecided:
                     return dict(self.decided)
-                if not lifecycle.waiting:
+                if not lifecycle.waiting or self.cancelled:
                     return None
                 changed = self.changed = anyio.Event()
                 due = min(self._deadline(a) for a in undecided)
@@ -331,6 +342,7 @@ class Approvals:
                     await changed.wait()
                 self._expire(undecided)
         finally:
+            self.cancelled = False
             if lifecycle.waiting:
                 lifecycle.transition(SessionState.RUNNING)
 

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 INTERRUPTED_BY_CRASH = "[interrupted: the process stopped before this tool call returned a result]"
-NOT_DECIDED = "[not run: the conversation closed before a person decided on this tool call]"
+NOT_DECIDED = "[not run: the turn was cancelled or closed before a person decided on this call]"
 
 
 def place(history: list[Message], message: Message) -> bool:

@@ -143,10 +143,11 @@ class Turns:
             wake.set()
 
     def cancel(self) -> bool:
-        """Cancel the running Query (if any). Returns whether one was running."""
+        """Cancel the running Query (if any), or the turn that waits for a person (its held
+        calls never run). Returns whether one was running."""
         token = self.token
         if token is None:
-            return False
+            return self.approvals.cancel_wait()
         token.cancel()
         return True
 
@@ -294,13 +295,13 @@ class Turns:
         )
         usage, rounds = usage + more, rounds + extra
         if result.stop_reason is StopReason.AWAITING_APPROVAL:
-            if self.lifecycle.state is not SessionState.CLOSING:  # suspended while it waits
+            if self.lifecycle.state is SessionState.SUSPENDING:  # suspended while it waits
                 self.spending.spend(usage, "turn_before_approval")
                 input_id = message.id if message else None
                 status = TurnStatus.AWAITING_APPROVAL
                 slot.resolve(TurnOutcome(turn=turn, status=status, input_id=input_id))
                 return None
-            for call in result.pending:  # closed while it waited: the calls never ran
+            for call in result.pending:  # closed or cancelled while it waited: never run
                 answer = not_decided(call)
                 await self.recorder.commit(MessageRecord(turn=turn, message=answer))
                 self.context.place(answer)
