@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.serve_helpers import listening
@@ -145,3 +146,56 @@ async def test_over_http_the_held_call_is_listed_and_denied(
         assert json.loads(got[-1].data)["event"]["outcome"]["status"] == "completed"
         assert (await client.get("/agents/ada/approvals")).json() == []
     assert vault.opened == []
+
+
+async def test_an_agents_helper_call_held_by_its_tool_set_surfaces_at_the_parent(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """The Agent keeps its ToolSet's policy (it rebuilt the set without it), and a helper's
+    held call is listed by the host API once and decided through its parent."""
+    from xai.agent import AgentConfig
+    from xai.session import HELPER_INSTRUCTIONS, SessionConfig
+    from xai.tools import ToolSet
+
+    peeked: list[str] = []
+
+    async def peek(what: str) -> str:
+        """Peek at something."""
+        peeked.append(what)
+        return f"saw {what}"
+
+    def model(body: Mapping[str, Any]) -> Reply | None:
+        if is_side_request(body):
+            return None
+        system = str(body["messages"][0].get("content", ""))
+        answered = any(m["role"] == "tool" for m in body["messages"])
+        if HELPER_INSTRUCTIONS in system:
+            if answered:
+                return Reply(text="helper done")
+            return Reply(tool_calls=(ScriptedCall(name="peek", id="h1", arguments={"what": "x"}),))
+        if answered:
+            return Reply(text="all done")
+        task = ScriptedCall(name="delegate", id="p1", arguments={"task": "peek at x"})
+        return Reply(tool_calls=(task,))
+
+    for responder in (model, extraction_responder, judge_adds):
+        openai_server.script.add_responder(responder)
+    tools = ToolSet([peek], needs_approval={"peek"})
+    config = AgentConfig(session=SessionConfig(delegation=True))
+    async with Agent(tmp_path, provider, tools=tools, config=config) as agent:
+        parent = await agent.open_session()
+        events = parent.events()
+        handle = parent.send("go")
+        with anyio.fail_after(60):  # a guard: without the policy nothing is held
+            async for event in events:
+                if isinstance(event.event, ApprovalRequested):
+                    assert event.event.pending.session_id != parent.id  # the helper asked
+                    break
+        [held] = await call_agent(agent, ListApprovals(agent_id=agent.id))
+        assert held.call.id == "h1" and peeked == []
+        decide = DecideApproval(
+            agent_id=agent.id, session_id=parent.id, call_id="h1", approved=True
+        )
+        await call_agent(agent, decide)
+        assert (await handle).text == "all done"
+    assert peeked == ["x"]
