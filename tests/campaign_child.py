@@ -33,7 +33,7 @@ import anyio
 
 from xai.agent import Agent, AgentConfig
 from xai.config import EmbeddingConfig, LLMConfig
-from xai.events import AgentEvent, TurnDone
+from xai.events import AgentEvent, ApprovalRequested, TurnDone
 from xai.exceptions import SessionClosedError
 from xai.memory import OpenAIEmbedder
 from xai.providers import OpenAIProvider, RetryPolicy
@@ -159,21 +159,31 @@ def verdict(call_id: str) -> str:
 
 
 async def _decider(agent: Agent, rng: random.Random, root: Path, final: bool) -> None:
-    """A person: decides each held call after a while (at once in the final life)."""
+    """A person: decides each held call after a while (the final life as each is asked)."""
+    events = agent.events(buffer=100_000)
     while True:
-        await anyio.sleep(0.01 if final else rng.uniform(0.0, 0.3))
-        for session in list(agent.sessions.values()):
-            for pending in session.approvals.pending():
-                call = pending.call
-                how = verdict(call.id)
-                arguments = None
-                if how == "edit":
-                    tag = json.loads(call.arguments)["tag"]
-                    arguments = {"tag": f"{tag}/edited"}
-                try:
-                    session.approvals.decide(
-                        call.id, approved=how != "deny", arguments=arguments, reason="campaign"
-                    )
-                except SessionClosedError:
-                    continue
-                log(root / "decisions", f"{call.id} {how}")
+        if not final:
+            await anyio.sleep(rng.uniform(0.0, 0.3))
+        _decide_all(agent, root)
+        if final:
+            async for event in events:
+                if isinstance(event.event, ApprovalRequested):
+                    break
+
+
+def _decide_all(agent: Agent, root: Path) -> None:
+    for session in list(agent.sessions.values()):
+        for pending in session.approvals.pending():
+            call = pending.call
+            how = verdict(call.id)
+            arguments = None
+            if how == "edit":
+                tag = json.loads(call.arguments)["tag"]
+                arguments = {"tag": f"{tag}/edited"}
+            try:
+                session.approvals.decide(
+                    call.id, approved=how != "deny", arguments=arguments, reason="campaign"
+                )
+            except SessionClosedError:
+                continue
+            log(root / "decisions", f"{call.id} {how}")
