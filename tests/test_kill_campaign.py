@@ -115,6 +115,9 @@ def test_random_kills_lose_nothing(tmp_path: Path, openai_server: OpenAIWireServ
     assert final.exitcode == 0, f"the last life failed (seed {SEED})"
     assert "final-done" in _lines(lives)
     _check(tmp_path)
+    requests = len(openai_server.chat_requests())
+    assert not openai_server.violations, openai_server.violations
+    print(f"{requests} model requests, 0 invalid (seed {SEED})")
 
 
 def _run_life(directory: str, base_url: str, life: int, seed: int, final: bool) -> None:
