@@ -199,3 +199,33 @@ async def test_an_agents_helper_call_held_by_its_tool_set_surfaces_at_the_parent
         await call_agent(agent, decide)
         assert (await handle).text == "all done"
     assert peeked == ["x"]
+
+
+def test_the_ray_wire_carries_the_requests_answers_and_errors_as_themselves() -> None:
+    """What a ``RayHosts`` client and a host actor exchange (msgpack): the two requests,
+    their answers, and the approval errors raised as the same errors on the client (the
+    gateway over Ray then answers 404 / 409 as in process)."""
+    import msgspec
+
+    from xai.agent import HostRequest
+    from xai.cluster._wire import answer, failure_of, unwrap
+    from xai.exceptions import ApprovalNotFoundError
+    from xai.messages import ApprovalDecision, PendingApproval, ToolCall
+
+    decide = DecideApproval(
+        agent_id="ada", session_id="s1", call_id="c1", approved=True, arguments='{"a":1}', key="k"
+    )
+    listing = ListApprovals(agent_id="ada", session_id=None)
+    for request in (decide, listing):
+        wire = msgspec.msgpack.encode(request)
+        assert msgspec.msgpack.decode(wire, type=HostRequest) == request
+    held = [
+        PendingApproval(call=ToolCall(id="c1", name="t"), session_id="s1", turn=1, requested_at=1.0)
+    ]
+    assert unwrap(answer(held), ListApprovals.answer) == held
+    decision = ApprovalDecision(call_id="c1", approved=False, reason="no", at=2.0)
+    assert unwrap(answer(decision), DecideApproval.answer) == decision
+    for error in (ApprovalNotFoundError("c1"), ApprovalDecidedError("c1", "decided")):
+        with pytest.raises(type(error)) as raised:
+            unwrap(failure_of(error), ApprovalDecision)
+        assert raised.value.call_id == "c1"  # type: ignore[attr-defined]
