@@ -45,10 +45,14 @@ import pytest
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import judge_adds
 from xai.memory import JUDGE_MARKER
-from xai.messages import UserMessage
+from xai.messages import ApprovalDecision, UserMessage
 from xai.session import JOURNAL_FILE, journal_events, read_journal
 from xai.session._journal import read_records
-from xai.session._records import InputRecord
+from xai.session._records import (
+    ApprovalAskedRecord,
+    ApprovalDecidedRecord,
+    InputRecord,
+)
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
 KILLS = int(os.environ.get("XAI_CAMPAIGN_KILLS", "16"))
@@ -67,6 +71,14 @@ def model(body: Mapping[str, Any]) -> Reply | None:
     text = last_content(body)
     if text.startswith("tool:"):
         return Reply(tool_calls=(ScriptedCall(name="work", arguments={"tag": text}),))
+    if text.startswith("approve:"):
+        return Reply(tool_calls=(ScriptedCall(name="guarded", arguments={"tag": text}),))
+    if text.startswith("mixed:"):  # one free call and one held, in one round
+        mixed = (
+            ScriptedCall(name="work", arguments={"tag": f"{text}/free"}),
+            ScriptedCall(name="guarded", arguments={"tag": f"{text}/held"}),
+        )
+        return Reply(tool_calls=mixed)
     if text.startswith("tools2:"):
         calls = tuple(ScriptedCall(name="work", arguments={"tag": f"{text}/{i}"}) for i in (1, 2))
         return Reply(tool_calls=calls)
@@ -102,6 +114,9 @@ def test_random_kills_lose_nothing(tmp_path: Path, openai_server: OpenAIWireServ
     assert final.exitcode == 0, f"the last life failed (seed {SEED})"
     assert "final-done" in _lines(lives)
     _check(tmp_path)
+    requests = len(openai_server.chat_requests())
+    assert not openai_server.violations, openai_server.violations
+    print(f"{requests} model requests, 0 invalid (seed {SEED})")
 
 
 def _run_life(directory: str, base_url: str, life: int, seed: int, final: bool) -> None:
@@ -144,6 +159,8 @@ def _check(root: Path) -> None:
     repeated = sorted(call for call, count in starts.items() if count > 1)
     assert not repeated, f"tool calls run twice: {repeated} (seed {SEED})"
 
+    held = _check_approvals(root, journals)
+
     decided = Counter(
         entry["candidate"]["id"]
         for entry in map(json.loads, _lines(root / "agent" / "memory" / "ledger.jsonl"))
@@ -157,7 +174,44 @@ def _check(root: Path) -> None:
     print(  # the campaign's figures, shown with `pytest -s`
         f"kill campaign, seed {SEED}: {KILLS} kills, {len(journals)} sessions, "
         f"{len(acked)} inputs acknowledged (0 lost), {len(starts)} tool calls (0 run twice), "
-        f"{len(candidates)} candidates (each decided once)"
+        f"{len(candidates)} candidates (each decided once), {held}"
+    )
+
+
+def _check_approvals(root: Path, journals: list[Path]) -> str:
+    """Held calls: every decision acknowledged is journaled, once, as it was taken; no
+    guarded tool ran twice, without an approval, or with other arguments than decided."""
+    from tests.campaign_child import verdict
+
+    asked: set[str] = set()
+    decisions: dict[str, list[ApprovalDecision]] = {}
+    for journal in journals:
+        for record in read_records(journal):
+            if isinstance(record, ApprovalAskedRecord):
+                asked.add(record.pending.call.id)
+            elif isinstance(record, ApprovalDecidedRecord):
+                decisions.setdefault(record.decision.call_id, []).append(record.decision)
+    assert asked, "no call waited for a person"
+    twice = sorted(c for c, d in decisions.items() if len(d) > 1)
+    assert not twice, f"decisions journaled twice: {twice} (seed {SEED})"
+    acknowledged = {line.split()[0]: line.split()[1] for line in _lines(root / "decisions")}
+    lost = sorted(set(acknowledged) - set(decisions))
+    assert not lost, f"acknowledged decisions lost: {lost} (seed {SEED})"
+    for call_id, (decision,) in decisions.items():
+        how = "deny" if not decision.approved else "edit" if decision.arguments else "approve"
+        assert how == verdict(call_id), f"{call_id} decided {how} (seed {SEED})"
+    runs = [line.split() for line in _lines(root / "tools") if " guarded " in line]
+    unapproved = sorted(
+        r[1] for r in runs if r[1] not in decisions or not decisions[r[1]][0].approved
+    )
+    assert not unapproved, f"guarded calls run without an approval: {unapproved} (seed {SEED})"
+    for _, call_id, _, tag in runs:
+        edited = decisions[call_id][0].arguments
+        if edited is not None:
+            assert json.loads(edited)["tag"] == tag, f"{call_id} ran unedited (seed {SEED})"
+    return (
+        f"{len(asked)} calls held, {len(decisions)} decided ({len(acknowledged)} acknowledged, "
+        f"0 lost, 0 twice), {len(runs)} approved runs (0 twice, 0 unapproved)"
     )
 
 

@@ -297,3 +297,34 @@ def test_fixture_flag_switches_to_fixture_mode(
     )
     assert done.returncode == 0, done.stderr
     assert "3.26%" in (tmp_path / "out" / "final_answer.md").read_text()
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_fixture_scripts_a_persons_decisions(
+    tmp_path: Path, cli: Callable[..., Ran], approved: bool
+) -> None:
+    """``approvals.json``: the call waits for approval and is decided as scripted; a denied
+    call is never replayed, the model is told why."""
+    import shutil
+
+    fixture = tmp_path / "fixture"
+    shutil.copytree(EXAMPLES / "fixtures" / "basic", fixture)
+    decision = {"call_id": "call_1", "approved": approved, "reason": "not this line"}
+    if approved:
+        decision["arguments"] = {"numerator": 30, "denominator": 950, "kind": "defect_rate"}
+    (fixture / "approvals.json").write_text(json.dumps([decision]))
+    path = write_input(
+        tmp_path, user_input="What is the defect rate of line B?", execution_mode="fixture",
+        fixture_dir=str(fixture),
+    )  # fmt: skip
+    out = tmp_path / "out"
+    done = cli("run", path, "--outdir", out)
+    assert done.returncode == 0, done.stderr
+    messages = json.loads((out / "messages.json").read_text())
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    result = messages[3]["content"]
+    if approved:
+        assert result.startswith("[a person approved this call with edited arguments")
+        assert '"numerator":30' in result and '"percent":3.26' in result
+    else:
+        assert result == "[not run: a person denied this tool call: not this line]"

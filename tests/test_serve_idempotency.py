@@ -16,6 +16,7 @@ from starlette.routing import Route
 from tests.serve_helpers import listening
 from tests.session_helpers import extraction_responder
 from tests.test_agent import echo, judge_adds
+from tests.test_approvals_host import Vault, asks
 from tests.test_serve import open_session, read
 from xai.agent import AgentHost, ReadAgentEvents
 from xai.events import MemoryDecided, WakeupFired
@@ -33,7 +34,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def scripted(openai_server: OpenAIWireServer) -> OpenAIWireServer:
-    for responder in (extraction_responder, judge_adds, echo):
+    for responder in (asks, extraction_responder, judge_adds, echo):
         openai_server.script.add_responder(responder)
     return openai_server
 
@@ -92,6 +93,7 @@ WRITES = {
     ("POST", "/agents/{agent_id}/wakeups/{wakeup_id}/resume"),
     ("POST", "/agents/{agent_id}/notify"),
     ("DELETE", "/agents/{agent_id}/facts/{fact_id}"),
+    ("POST", "/agents/{agent_id}/sessions/{session_id}/approvals/{call_id}"),
 }
 """Every write route the test repeats below."""
 
@@ -101,7 +103,7 @@ async def test_every_write_answers_a_repeat_of_its_key_as_the_first_time(
 ) -> None:
     """A general check: each write route of the app, sent twice with one key, gets the same
     status and body twice and does its work once; a new write route must join ``WRITES``."""
-    async with AgentHost(tmp_path, lambda _: provider) as host:
+    async with AgentHost(tmp_path, lambda _: provider, tools=[Vault().tool]) as host:
         await _every_write_twice(host)
 
 
@@ -145,6 +147,12 @@ async def _every_write_twice(host: AgentHost) -> None:
         )  # fmt: skip
         turn = await read(client, session + "/events", inputs_until("I am Ada"))
         assert said(turn) == ["I am Ada"]
+        await client.post(session + "/messages", json={"text": "open the vault"})
+        await read(client, session + "/events", lambda got: got[-1].event == "approval_requested")
+        decide = "/agents/{agent_id}/sessions/{session_id}/approvals/{call_id}"
+        decided_once = await twice("POST", decide, session + "/approvals/v1", {"approved": True})
+        assert decided_once.json()["approved"] is True
+        await read(client, session + "/events", lambda got: got[-1].event == "turn_done")
         cancel = "/agents/{agent_id}/sessions/{session_id}/cancel"
         assert (await twice("POST", cancel, session + "/cancel")).json() == {"cancelled": False}
 
@@ -165,7 +173,7 @@ async def _every_write_twice(host: AgentHost) -> None:
         await twice("DELETE", "/agents/{agent_id}/sessions/{session_id}", session)
         while not decided:  # the Session's point, adjudicated (between turns or on its close)
             decided = isinstance((await anext(agent_events)).event, MemoryDecided)
-        [fact] = (await client.get(base + "/facts")).json()
+        fact = (await client.get(base + "/facts")).json()[0]  # (the vault turn adds one)
         forgotten = await twice(
             "DELETE", "/agents/{agent_id}/facts/{fact_id}", f"{base}/facts/{fact['id']}"
         )

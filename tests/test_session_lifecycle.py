@@ -27,6 +27,10 @@ ALLOWED = {
     (S.SUSPENDING, S.SUSPENDED),
     (S.SUSPENDING, S.CLOSING),
     (S.CLOSING, S.CLOSED),
+    (S.RUNNING, S.WAITING),  # a tool call waits for a person (docs/approvals.md)
+    (S.WAITING, S.RUNNING),
+    (S.WAITING, S.SUSPENDING),
+    (S.WAITING, S.CLOSING),
 }
 """The diagram of docs/architecture.md and ``_lifecycle``'s docstring, move by move."""
 
@@ -52,6 +56,7 @@ def test_the_state_is_still_a_string() -> None:
     assert [s.value for s in S] == [
         "new",
         "running",
+        "waiting",
         "suspending",
         "suspended",
         "closing",

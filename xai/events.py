@@ -18,12 +18,14 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.messages import (
+    ApprovalDecision,
     CloseReason,
     DecisionKind,
     ErrorInfo,
     MemoryCandidate,
     Message,
     Origin,
+    PendingApproval,
     QueryResult,
     ToolCall,
     ToolResult,
@@ -34,6 +36,8 @@ from xai.messages import (
 __all__ = [
     "AgentEvent",
     "AgentEventBody",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "CandidatesProposed",
     "Compacted",
     "CompactionMethod",
@@ -166,6 +170,23 @@ class SessionFailed(_SessionEventBody, frozen=True, tag="session_failed"):
     fatal: bool = False
 
 
+class ApprovalRequested(_SessionEventBody, frozen=True, tag="approval_requested"):
+    """A tool call waits for a person (journaled first): ``approve`` / ``deny`` it through
+    the Session's ``approvals`` (or the host's ``DecideApproval``). ``reminder`` counts how
+    often it was announced again (a reopen, the ``approval_timeout`` reminding)."""
+
+    pending: PendingApproval
+    reminder: int = 0
+
+
+class ApprovalDecided(_SessionEventBody, frozen=True, tag="approval_decided"):
+    """A person (or the timeout) decided a held call; the decision is journaled already."""
+
+    session_id: str
+    """The Session whose call it was (a helper's, for a delegated task)."""
+    decision: ApprovalDecision
+
+
 class EventsDropped(_SessionEventBody, frozen=True, tag="events_dropped"):
     """Sent to one subscriber that fell behind: events ``first_seq``..``last_seq`` are gone,
     every one of them (the subscriber receives none of that range).
@@ -188,6 +209,8 @@ SessionEventBody: TypeAlias = (
     | SessionFinalizing
     | SessionClosed
     | SessionFailed
+    | ApprovalRequested
+    | ApprovalDecided
     | EventsDropped
 )
 

@@ -23,7 +23,12 @@ retry may help.
     │   │   ├── SessionNotFoundError  no Session by that id was ever opened there
     │   │   ├── FactNotFoundError   no fact by that id in the Agent's memory
     │   │   │   └── FactForgottenError  that fact was forgotten already (a repeated forget)
-    │   │   └── WakeupNotFoundError no wake-up by that id
+    │   │   ├── WakeupNotFoundError no wake-up by that id
+    │   │   └── ApprovalNotFoundError  no tool call by that id waits for a decision (call_id)
+    │   ├── ApprovalError           a decision on a held tool call that cannot be taken
+    │   │   ├── ApprovalDecidedError  that call was decided otherwise already (call_id)
+    │   │   ├── InvalidEditError    edited arguments the tool's schema refuses (call_id, tool)
+    │   │   └── ApprovalPendingError  input refused while a turn waits for a person
     │   ├── EventsExpiredError      events no longer kept for a reader (first, last)
     │   └── IdempotencyKeyReusedError  a host request's key was used for another request
     └── RunError                    the run failed
@@ -60,6 +65,10 @@ __all__ = [
     "AgentLockedError",
     "AgentNotFoundError",
     "AgentNotRunningError",
+    "ApprovalDecidedError",
+    "ApprovalError",
+    "ApprovalNotFoundError",
+    "ApprovalPendingError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
@@ -70,6 +79,7 @@ __all__ = [
     "FactNotFoundError",
     "IdempotencyKeyReusedError",
     "InputError",
+    "InvalidEditError",
     "JournalError",
     "LedgerGapError",
     "LifecycleError",
@@ -232,6 +242,43 @@ class WakeupNotFoundError(NotFoundError):
 
     def __init__(self, wakeup_id: str) -> None:
         super().__init__("wake-up", wakeup_id)
+
+
+class ApprovalNotFoundError(NotFoundError):
+    """No tool call by that id waits for a decision in that Session (never held there, or
+    its result is in the history already)."""
+
+    def __init__(self, call_id: str, message: str | None = None) -> None:
+        super().__init__("held tool call", call_id, message)
+        self.call_id = call_id
+
+
+class ApprovalError(UsageError):
+    """A decision on a tool call held for approval that cannot be taken as asked."""
+
+
+class ApprovalDecidedError(ApprovalError):
+    """The call ``call_id`` was decided already, otherwise (a repeat of the same decision
+    is not an error: it changes nothing and answers the decision recorded)."""
+
+    def __init__(self, call_id: str, message: str) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+
+
+class InvalidEditError(ApprovalError):
+    """The arguments a person edited do not fit the schema of ``tool``: the edit is refused
+    (nothing recorded, the call still waits), so no invalid call ever runs."""
+
+    def __init__(self, call_id: str, tool: str, problem: str) -> None:
+        super().__init__(f"edited arguments for {tool} (call {call_id}) are invalid: {problem}")
+        self.call_id = call_id
+        self.tool = tool
+
+
+class ApprovalPendingError(ApprovalError):
+    """The Session refuses input while a turn waits for a person (its config says
+    ``while_waiting="reject"``): decide the held calls first."""
 
 
 class EventsExpiredError(UsageError):

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 __all__ = [
+    "ApprovalDecision",
     "AssistantMessage",
     "CandidateKind",
     "CloseReason",
@@ -24,6 +25,7 @@ __all__ = [
     "MemoryCandidate",
     "Message",
     "Origin",
+    "PendingApproval",
     "QueryResult",
     "StopReason",
     "SystemMessage",
@@ -65,6 +67,10 @@ class StopReason(enum.StrEnum):
     """The Query was cancelled; partial output is kept and marked interrupted."""
     ERROR = "error"
     """A provider error ended the Query; see ``QueryResult.error``."""
+    AWAITING_APPROVAL = "awaiting_approval"
+    """A tool call of the last round needs a person's approval: ``QueryResult.pending``
+    lists the calls held (not run); the round's other calls ran. Run the Query again on
+    the history with ``decisions`` to go on."""
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):
@@ -209,6 +215,8 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     error: ErrorInfo | None = None
     last_prompt_tokens: int = 0
     """Prompt tokens the provider reported for the last request (0 if it reported none)."""
+    pending: tuple[ToolCall, ...] = ()
+    """Calls held for approval (``stop_reason`` ``awaiting_approval``): not run, no result."""
 
     @property
     def text(self) -> str:
@@ -236,6 +244,9 @@ class TurnStatus(enum.StrEnum):
     ERROR = "error"
     INTERRUPTED = "interrupted"
     """The process died during the turn; found so when the Session was reopened."""
+    AWAITING_APPROVAL = "awaiting_approval"
+    """Only a handle's outcome, never journaled: the Session was suspended while the turn
+    waited for a person's decision; the reopened Session goes on waiting and finishes it."""
 
 
 class TurnOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -314,3 +325,31 @@ def decode_message(data: bytes | str) -> Message:
 
 def decode_messages(data: bytes | str) -> list[Message]:
     return _messages_decoder.decode(data)
+
+
+class PendingApproval(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call held until a person decides: what ``ApprovalRequested`` announces and
+    what a Session's ``approvals.pending()`` lists."""
+
+    call: ToolCall
+    session_id: str
+    """The Session whose Query asked for the call (a helper's, for a delegated task)."""
+    turn: int
+    requested_at: float
+    asked_by: Origin = "user"
+    """Who the turn answers: the origin of its input (``agent`` for a wake-up)."""
+    deadline: float | None = None
+    """When the Session's ``approval_timeout`` acts (deny, or remind), if it has one."""
+
+
+class ApprovalDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """A person's answer to a held call. ``arguments``: the edited JSON the tool runs with
+    instead of the model's (validated against the tool's schema before it is accepted)."""
+
+    call_id: str
+    approved: bool
+    arguments: str | None = None
+    reason: str = ""
+    by: str = "user"
+    """Who decided (``timeout``: the Session's ``approval_timeout`` denied it)."""
+    at: float = 0.0

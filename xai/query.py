@@ -15,7 +15,7 @@ the tool set (``ToolSet(context=...)``), never through this API.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, assert_never
 
 import anyio
@@ -33,6 +33,7 @@ from xai.events import (
 from xai.exceptions import ConfigurationError, ProviderError, StreamError
 from xai.logs import bind_ids, get_logger
 from xai.messages import (
+    ApprovalDecision,
     AssistantMessage,
     ErrorInfo,
     Message,
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     from xai.telemetry import Telemetry
 
 __all__ = [
+    "DENIED_TOOL_TEXT",
+    "EDITED_TOOL_TEXT",
     "INTERRUPTED_TOOL_TEXT",
     "ROUND_LIMIT_TOOL_TEXT",
     "CancelToken",
@@ -93,6 +96,8 @@ _LOGGED_ARGUMENTS = 500
 """Characters of a tool call's arguments a debug line shows (never shown at info)."""
 INTERRUPTED_TOOL_TEXT = "[interrupted: the tool call was cancelled before it returned a result]"
 ROUND_LIMIT_TOOL_TEXT = "[not run: the query reached its round limit before this call could run]"
+DENIED_TOOL_TEXT = "[not run: a person denied this tool call{reason}]"
+EDITED_TOOL_TEXT = "[a person approved this call with edited arguments: {arguments}]\n"
 
 
 class QueryConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -202,8 +207,18 @@ class Query:
         channel: EventSink | None = None,
         cancel: CancelToken | None = None,
         query_id: str | None = None,
+        decisions: Mapping[str, ApprovalDecision] | None = None,
     ) -> QueryResult:
         """Run to a terminal stop and return the result.
+
+        Approval: a call the tool set holds (``ToolSet.holds``) is not run. The calls of
+        that round that need no approval run at once; the held ones get no result and
+        the Query returns ``awaiting_approval`` with them in ``QueryResult.pending``,
+        before asking the model anything more. To go on, run it again on the history
+        (the held calls still unanswered at its end) with ``decisions`` by call id: an
+        approved call runs first (with its edited arguments, if any), a denied one is
+        answered with the denial as its error result; a call still undecided keeps the
+        Query waiting (it returns ``awaiting_approval`` again having run the decided).
 
         ``messages`` is the conversation so far (not modified); ``input`` is
         appended to it for this run (a string becomes a user message). Events
@@ -216,6 +231,7 @@ class Query:
         if input is not None:
             history.append(UserMessage(content=input) if isinstance(input, str) else input)
         run = _Run(self, history, tuple(observers), channel, query_id or new_id())
+        run.decisions = decisions
         with bind_ids(query_id=run.query_id):
             return await run.execute(cancel)
 
@@ -226,11 +242,13 @@ class _Run:
     __slots__ = (
         "announced",
         "channel",
+        "decisions",
         "finished",
         "history",
         "last_prompt_tokens",
         "observed",
         "observers",
+        "pending",
         "produced",
         "query",
         "query_id",
@@ -269,6 +287,8 @@ class _Run:
         # channel: a cancel can interrupt the channel's send, and salvage sends it again.
         self.observed: set[str] = set()
         self.announced: set[str] = set()
+        self.decisions: Mapping[str, ApprovalDecision] | None = None
+        self.pending: tuple[ToolCall, ...] = ()
 
     async def publish(self, event: QueryEvent) -> None:
         self.observe(event)
@@ -339,6 +359,7 @@ class _Run:
             rounds=self.round,
             error=error,
             last_prompt_tokens=self.last_prompt_tokens,
+            pending=self.pending if stop is StopReason.AWAITING_APPROVAL else (),
         )
 
     async def finish(self, stop: StopReason, error: ErrorInfo | None) -> QueryResult:
@@ -404,6 +425,8 @@ class _Run:
     async def loop(self) -> tuple[StopReason, ErrorInfo | None]:
         config = self.query.config
         specs = self.query.tools.specs
+        if self.decisions is not None and await self.resume_held(self.decisions):
+            return StopReason.AWAITING_APPROVAL, None
         while True:
             self.round += 1
             request = ProviderRequest(
@@ -431,7 +454,43 @@ class _Run:
                 for call in message.tool_calls:
                     await self.commit(_synthetic(call, ROUND_LIMIT_TOOL_TEXT))
                 return StopReason.MAX_ROUNDS, None
-            await self.run_tools(message.tool_calls)
+            held = tuple(call for call in message.tool_calls if self.query.tools.holds(call))
+            await self.run_tools(tuple(c for c in message.tool_calls if c not in held))
+            if held:
+                self.pending = held
+                return StopReason.AWAITING_APPROVAL, None
+
+    async def resume_held(self, decisions: Mapping[str, ApprovalDecision]) -> bool:
+        """Apply the decisions on the calls the history leaves unanswered at its end; True
+        when some are still undecided (they stay held; the decided ones ran)."""
+        calls = _held_calls(self.history)
+        approved: list[ToolCall] = []
+        undecided: list[ToolCall] = []
+        for call in calls:
+            decision = decisions.get(call.id)
+            if decision is None:
+                undecided.append(call)
+            elif decision.approved:
+                if decision.arguments is not None:
+                    call = msgspec.structs.replace(call, arguments=decision.arguments)
+                approved.append(call)
+            else:
+                reason = f": {decision.reason}" if decision.reason else ""
+                denial = ToolMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=DENIED_TOOL_TEXT.format(reason=reason),
+                    is_error=True,
+                )
+                await self.commit(denial)
+        edited = {
+            call.id: decisions[call.id].arguments
+            for call in approved
+            if decisions[call.id].arguments is not None
+        }
+        await self.run_tools(tuple(approved), edited)
+        self.pending = tuple(undecided)
+        return bool(undecided)
 
     async def model_round(self, request: ProviderRequest) -> tuple[AssistantMessage, FinishReason]:
         """One model request; in a ``chat`` span when the Query has telemetry."""
@@ -507,13 +566,20 @@ class _Run:
             finish,
         )
 
-    async def run_tools(self, calls: tuple[ToolCall, ...]) -> None:
+    async def run_tools(
+        self, calls: tuple[ToolCall, ...], edited: Mapping[str, str | None] | None = None
+    ) -> None:
+        if not calls:
+            return
         limiter = anyio.CapacityLimiter(self.query.config.tool_concurrency)
+        notes = edited or {}
         async with anyio.create_task_group() as group:
             for call in calls:
-                group.start_soon(self.run_tool, call, limiter)
+                group.start_soon(self.run_tool, call, limiter, notes.get(call.id))
 
-    async def run_tool(self, call: ToolCall, limiter: anyio.CapacityLimiter) -> None:
+    async def run_tool(
+        self, call: ToolCall, limiter: anyio.CapacityLimiter, edited: str | None = None
+    ) -> None:
         async with limiter:
             await self.publish(ToolCallStarted(query_id=self.query_id, round=self.round, call=call))
             if _log.enabled("debug"):
@@ -529,10 +595,13 @@ class _Run:
                 with telemetry.tool(call, description) as span:
                     result = await tools.call(call, default_timeout=timeout)
                     span.finish(result)
+        content = result.content
+        if edited is not None:  # the model asked otherwise: say what ran
+            content = EDITED_TOOL_TEXT.format(arguments=edited) + content
         message = ToolMessage(
             tool_call_id=call.id,
             tool_name=call.name,
-            content=result.content,
+            content=content,
             is_error=not result.success,
         )
         # Produced (so salvage neither loses nor re-answers it) before anyone is told.
@@ -576,6 +645,20 @@ def _done_line(run: _Run, stop: StopReason, error: ErrorInfo | None) -> None:
         rounds=run.round,
         error=error.type if error is not None else None,
     )
+
+
+def _held_calls(history: Sequence[Message]) -> list[ToolCall]:
+    """The calls of the history's last assistant message that no tool result after it
+    answers (the ones a previous run held for approval)."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AssistantMessage):
+            return [call for call in message.tool_calls if call.id not in answered]
+        else:
+            return []
+    return []
 
 
 def _synthetic(call: ToolCall, text: str) -> ToolMessage:

@@ -50,7 +50,7 @@ from xai.logs import get_logger
 from xai.memory import Embedder, Fact, IndexStore, MemoryHit, default_embedder
 from xai.messages import CloseReason, Origin, TurnOutcome, UserMessage
 from xai.providers import Provider
-from xai.session import JOURNAL_FILE, Session
+from xai.session import JOURNAL_FILE, Session, SessionState
 from xai.tools import Tool
 
 __all__ = ["AgentHost"]
@@ -257,7 +257,10 @@ class AgentHost(AsyncContextManagerMixin):
         return (
             not self._calls[agent_id]
             and not agent.scheduler.busy
-            and all(s.idle and not s.pending_inputs for s in agent.sessions.values())
+            and all(
+                (s.idle or s.state is SessionState.WAITING) and not s.pending_inputs
+                for s in agent.sessions.values()
+            )
         )
 
     async def _evict(self, cap: int, *, keep: str | None = None) -> None:

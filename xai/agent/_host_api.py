@@ -45,13 +45,14 @@ from xai.agent._ids import check_id
 from xai.agent._wakeups import Wakeup
 from xai.events import AgentEvent, SessionEvent
 from xai.memory import Fact, MemoryHit
-from xai.messages import CloseReason, Origin
+from xai.messages import ApprovalDecision, CloseReason, Origin, PendingApproval
 
 __all__ = [
     "KEPT_ANSWERS",
     "AddWakeup",
     "CancelTurn",
     "CloseSession",
+    "DecideApproval",
     "Forget",
     "GetFact",
     "GetFacts",
@@ -63,6 +64,7 @@ __all__ = [
     "HostStream",
     "HostStreamRequest",
     "HostWrite",
+    "ListApprovals",
     "ListSessions",
     "ListWakeups",
     "Notify",
@@ -181,6 +183,35 @@ class CancelTurn(HostWrite[bool], frozen=True, kw_only=True, tag="cancel"):
     session_id: str
 
 
+# -- approvals -------------------------------------------------------------------------
+
+
+class ListApprovals(HostCall[list[PendingApproval]], frozen=True, kw_only=True, tag="approvals"):
+    """Tool calls of the Agent's open Sessions that wait for a person (those of one Session
+    and its helpers with ``session_id``), oldest first."""
+
+    answer: ClassVar[Any] = list[PendingApproval]
+
+    session_id: str | None = None
+
+
+class DecideApproval(HostWrite[ApprovalDecision], frozen=True, kw_only=True, tag="decide"):
+    """Approve (``arguments``: edited JSON, checked against the tool's schema) or deny a held
+    call of ``session_id`` (or of one of its helpers); answered once it is journaled. A repeat
+    of the same decision answers the one recorded, also after a restart and once the call ran;
+    another decision is ``ApprovalDecidedError``."""
+
+    policy: ClassVar[Policy] = "idempotent"
+    answer: ClassVar[Any] = ApprovalDecision
+
+    session_id: str
+    call_id: str
+    approved: bool
+    arguments: str | None = None
+    reason: str = ""
+    by: str = "user"
+
+
 # -- memory ----------------------------------------------------------------------------
 
 
@@ -285,6 +316,8 @@ HostRequest: TypeAlias = (
     | ListSessions
     | CloseSession
     | CancelTurn
+    | ListApprovals
+    | DecideApproval
     | GetFacts
     | SearchMemory
     | GetFact

@@ -23,6 +23,7 @@ from xai.agent._host_api import (
     AddWakeup,
     CancelTurn,
     CloseSession,
+    DecideApproval,
     Forget,
     GetFact,
     GetFacts,
@@ -33,6 +34,7 @@ from xai.agent._host_api import (
     HostStream,
     HostStreamRequest,
     HostWrite,
+    ListApprovals,
     ListSessions,
     ListWakeups,
     Notify,
@@ -47,6 +49,7 @@ from xai.agent._host_api import (
 from xai.agent._host_views import (
     SessionInfo,
     fact_detail,
+    pending_approvals,
     session_info,
     session_summaries,
     usage_report,
@@ -69,6 +72,8 @@ AgentRequest = (
     GetSession
     | ListSessions
     | CancelTurn
+    | ListApprovals
+    | DecideApproval
     | GetFacts
     | SearchMemory
     | GetFact
@@ -130,6 +135,16 @@ async def _handle(agent: Agent, request: AgentRequest) -> object:
             return session_summaries(agent)
         case CancelTurn():
             return agent.session(request.session_id).cancel()
+        case ListApprovals():
+            return pending_approvals(agent, request.session_id)
+        case DecideApproval():
+            return agent.session(request.session_id).approvals.decide(
+                request.call_id,
+                approved=request.approved,
+                arguments=request.arguments,
+                reason=request.reason,
+                by=request.by,
+            )
         case GetFacts():
             return agent.memory.facts()
         case SearchMemory():

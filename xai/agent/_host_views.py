@@ -17,7 +17,7 @@ from xai.agent._agent import Agent
 from xai.agent._wakeups import At as AtTrigger
 from xai.agent._wakeups import Cron, Every, Idle, OnEvent, Trigger, WakeupState
 from xai.memory import Decision, Fact
-from xai.messages import Episode, Origin, Usage, UserMessage
+from xai.messages import Episode, Origin, PendingApproval, Usage, UserMessage
 from xai.session import JournalView
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "WakeupView",
     "describe_trigger",
     "fact_detail",
+    "pending_approvals",
     "session_info",
     "session_summaries",
     "usage_report",
@@ -300,3 +301,14 @@ def _read_usage(directory: Path) -> UsageReport:
 async def usage_report(agent: Agent) -> UsageReport:
     """Tokens per Session (its journal: every turn, summaries and extraction) and per day."""
     return await anyio.to_thread.run_sync(_read_usage, agent.directory)
+
+
+def pending_approvals(agent: Agent, session_id: str | None = None) -> list[PendingApproval]:
+    """The tool calls waiting for a person in the Agent's open Sessions (or in
+    ``session_id`` and its helpers), each once, oldest first."""
+    sessions = [agent.session(session_id)] if session_id else list(agent.sessions.values())
+    seen: dict[str, PendingApproval] = {}
+    for session in sessions:
+        for pending in session.approvals.pending():
+            seen.setdefault(pending.call.id, pending)
+    return sorted(seen.values(), key=lambda p: p.requested_at)

@@ -41,6 +41,7 @@ from xai.session import (
     JournalState,
     Session,
     SessionConfig,
+    SessionState,
     SystemPrompt,
 )
 from xai.tools import ToolSet
@@ -225,8 +226,11 @@ class SessionSet:
     # -- ending ----------------------------------------------------------------------
 
     def busy(self) -> tuple[str, ...]:
-        """The Sessions running a turn (or the memory extraction after one)."""
-        return tuple(i for i, s in self._open.items() if not s.idle)
+        """The Sessions running a turn (or the memory extraction after one); a turn that
+        waits for a person does not count: its wait is on disk and a reopen resumes it."""
+        return tuple(
+            i for i, s in self._open.items() if not s.idle and s.state is not SessionState.WAITING
+        )
 
     def begin_suspend(self) -> None:
         for session in self._open.values():  # synchronously: no turn starts now

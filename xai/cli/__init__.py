@@ -109,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
         "Ctrl-D or /quit leaves (the conversation is remembered first). /help lists commands.",
     )
     chat.add_argument("--agent", default="default", help="the Agent's name (default: default)")
+    chat.add_argument(
+        "--approve",
+        metavar="TOOLS",
+        help="calls of these tools (comma-separated, or 'all') wait for you: /approve, /deny",
+    )
     ingest = sub.add_parser(
         "ingest",
         parents=[common],
@@ -238,5 +243,5 @@ def _run(args: argparse.Namespace) -> int:
                 f"--agent {args.agent!r}: use 1-64 letters, digits, '_', '.' or '-'"
             )
         directory = args.agent_dir or default_home() / "agents" / args.agent
-        return anyio.run(run_chat, directory.expanduser())
+        return anyio.run(run_chat, directory.expanduser(), args.approve)
     raise ConfigurationError(f"unknown command {args.command!r}")  # pragma: no cover

@@ -14,6 +14,8 @@ from xai.cli._people import problem
 from xai.events import (
     AgentEvent,
     AgentEventBody,
+    ApprovalDecided,
+    ApprovalRequested,
     CandidatesProposed,
     Compacted,
     EventsDropped,
@@ -136,6 +138,16 @@ class Renderer:
             self.line(f"{self.dim}[wake-up {body.wakeup_id} skipped: {body.reason}]{self.reset}")
         elif isinstance(body, SessionFailed):
             self._say_problem(tag, f"{body.stage} failed", body.error)
+        elif isinstance(body, ApprovalRequested):
+            call = body.pending.call
+            self.line(
+                f"{tag}{self.bold}[approval needed] {call.name}({call.arguments}) "
+                f"— call {call.id}: /approve {call.id} · /deny {call.id} [reason]{self.reset}"
+            )
+        elif isinstance(body, ApprovalDecided):
+            d = body.decision
+            verdict = "approved" if d.approved else f"denied ({d.reason or 'no reason'})"
+            self.line(f"{tag}{self.dim}[call {d.call_id} {verdict} by {d.by}]{self.reset}")
         elif isinstance(body, JournalQuarantined):
             self.line(
                 f"{self.bold}[a conversation's journal could not be read ({body.error}): "

@@ -21,8 +21,11 @@ from typing import assert_never
 import anyio
 
 from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState, call_agent
+from xai.cli._approve import COMMANDS as APPROVAL_COMMANDS
+from xai.cli._approve import HELP as APPROVAL_HELP
+from xai.cli._approve import approval_command, approval_policy, settled
 from xai.cli._people import error_line, moment, trigger_line, usage_line
-from xai.cli._render import Printer, Renderer, session_ended, turn_done
+from xai.cli._render import Printer, Renderer, session_ended
 from xai.config import LLMConfig
 from xai.exceptions import (
     ConfigurationError,
@@ -33,10 +36,12 @@ from xai.exceptions import (
 from xai.memory import Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 from xai.providers import OpenAIProvider
 from xai.session import Session
+from xai.tools import ToolSet
 
 __all__ = ["HELP", "run_chat"]
 
-HELP = """commands:
+HELP = (
+    """commands:
   /help                      this list
   /new                       close this conversation (it is remembered) and start another
   /sessions                  open Sessions
@@ -47,7 +52,11 @@ HELP = """commands:
   /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
   /wake remove ID            remove a wake-up
   /usage                     tokens used
+"""
+    + APPROVAL_HELP
+    + """
   /quit                      leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+)
 
 
 class Repl:
@@ -64,9 +73,11 @@ class Repl:
         assert self.session is not None
         session = self.session
         handle = session.send(text)
+        assert handle.input is not None
         with _cancel_on_sigint(session):
-            outcome = await handle.result()  # a cancelled turn is reported by the printer
-        await self.printer.shown(turn_done(session.id, outcome.turn))  # the answer is on screen
+            # The answer is on screen (a cancelled turn is reported by the printer), or a
+            # call waits for a decision: the prompt comes back for /approve or /deny.
+            await self.printer.shown(settled(session, input_id=handle.input.id))
 
     async def command(self, line: str) -> bool:
         """Run a /command; False means quit."""
@@ -93,6 +104,9 @@ class Repl:
                 self.render.line(
                     f"{mark} {s.session_id}  turns={s.turns} state={s.state}{helper}{about}"
                 )
+        elif name in APPROVAL_COMMANDS and self.session is not None:
+            with _cancel_on_sigint(self.session):
+                await approval_command(agent, self.session, self.render, self.printer, line)
         elif name == "/memory":
             await self._memory(" ".join(args))
         elif name == "/forget" and args:
@@ -247,13 +261,17 @@ def _cancel_on_sigint(session: Session) -> Iterator[None]:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def run_chat(agent_dir: Path) -> int:
+async def run_chat(agent_dir: Path, approve: str | None = None) -> int:
     config = LLMConfig.from_env().validated()  # no model: main says so, as every command does
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    async with OpenAIProvider(config) as provider, Agent(agent_dir, provider) as agent:
+    tools = ToolSet(needs_approval=approval_policy(approve))  # (--approve: calls wait for you)
+    async with (
+        OpenAIProvider(config) as provider,
+        Agent(agent_dir, provider, tools=tools) as agent,
+    ):
         prompt: PromptSession[str] = PromptSession(history=FileHistory(str(agent_dir / "history")))
         with patch_stdout(raw=True):
             endpoint = config.base_url or "the OpenAI API"

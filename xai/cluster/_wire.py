@@ -12,6 +12,8 @@ import msgspec
 
 from xai.exceptions import (
     AgentNotFoundError,
+    ApprovalDecidedError,
+    ApprovalNotFoundError,
     ConfigurationError,
     EventsExpiredError,
     IdempotencyKeyReusedError,
@@ -33,6 +35,8 @@ FailureKind = Literal[
     "events_expired",
     "idempotency_key_reused",
     "memory_unavailable",
+    "approval_not_found",
+    "approval_decided",
     "configuration",
     "usage",
     "error",
@@ -98,6 +102,10 @@ def failure_of(error: XaiError) -> bytes:
         failure = Failure(kind="idempotency_key_reused", message=str(error), where=error.key)
     elif isinstance(error, MemoryUnavailableError):
         failure = Failure(kind="memory_unavailable", message=str(error), where=error.where)
+    elif isinstance(error, ApprovalNotFoundError):  # (404 and 409 over the gateway)
+        failure = Failure(kind="approval_not_found", message=str(error), where=error.call_id)
+    elif isinstance(error, ApprovalDecidedError):
+        failure = Failure(kind="approval_decided", message=str(error), where=error.call_id)
     else:
         kind: FailureKind
         if isinstance(error, SessionNotFoundError):
@@ -130,6 +138,10 @@ def _raise(failure: Failure) -> XaiError:
             return IdempotencyKeyReusedError(failure.where)
         case "memory_unavailable":
             return MemoryUnavailableError(failure.message, where=failure.where)
+        case "approval_not_found":
+            return ApprovalNotFoundError(failure.where, failure.message)
+        case "approval_decided":
+            return ApprovalDecidedError(failure.where, failure.message)
         case "configuration":
             return ConfigurationError(failure.message)
         case "usage":

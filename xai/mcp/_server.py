@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from xai._http import serve_on_socket
 from xai.agent import Agent
 from xai.exceptions import FactForgottenError, FactNotFoundError, SessionClosedError
+from xai.mcp._approvals import SessionAnswer, add_approval_tools, settle
 from xai.memory import Decision, Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
@@ -82,15 +83,6 @@ class Forgotten(BaseModel):
         description="forget, or 'already forgotten' (an earlier request decided it; "
         "nothing was written again)"
     )
-
-
-class SessionAnswer(BaseModel):
-    """The Session's answer; pass ``session_id`` back to continue the conversation."""
-
-    session_id: str
-    status: str
-    answer: str
-    error: str | None = None
 
 
 def _view(fact: Fact, score: float | None = None) -> FactView:
@@ -203,15 +195,13 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         session_id a new Session is opened for the purpose given."""
         try:
             session = agent.session(session_id) if session_id else await agent.open_session(purpose)
-            outcome = await session.send(text)
+            events = session.subscribe(buffer=10_000)
+            handle = session.send(text)
         except SessionClosedError as exc:
             raise ToolError(str(exc)) from None
-        return SessionAnswer(
-            session_id=session.id,
-            status=outcome.status.value,
-            answer=outcome.text,
-            error=outcome.error.message if outcome.error else None,
-        )
+        assert handle.input is not None
+        # The answer, or (status awaiting_approval) the calls that wait for decide_approval.
+        return await settle(session, events, handle.input.id)
 
     @server.tool()
     async def close_session(session_id: str) -> str:
@@ -223,6 +213,7 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         await session.close()
         return f"closed {session_id}"
 
+    add_approval_tools(server, agent)  # list_approvals, decide_approval
     return server
 
 

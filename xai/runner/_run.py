@@ -27,7 +27,7 @@ from xai.events import Compacted, SessionEvent
 from xai.messages import CloseReason, Message, SystemMessage, TurnStatus, Usage
 from xai.providers import OpenAIProvider, Provider, to_wire_messages
 from xai.query import QueryConfig
-from xai.runner._fixture import load_fixture
+from xai.runner._fixture import fixture_decider, load_fixture
 from xai.runner._input import RunInput
 from xai.runner._memory import RunnerMemory, memory_agent_dir
 from xai.runner._report import RunReport, append_line
@@ -196,9 +196,13 @@ async def _one_session(
         )
     compressions: list[dict[str, Any]] = []  # the only thing the journal does not keep
 
+    decide = fixture_decider(tools)  # a fixture's scripted approvals
+
     def observe(event: SessionEvent) -> None:
         if isinstance(event.event, Compacted):
             compressions.append(msgspec.to_builtins(event.event))
+        if decide is not None:
+            decide(event, session.approvals)
 
     purpose = inp.user_inputs[0]
     owned = _owned(session, agent, purpose=purpose, resumed=reopened, reason=closing or "closed")

@@ -41,6 +41,8 @@ from xai.agent import (
 from xai.events import SessionEvent
 from xai.exceptions import (
     AgentNotFoundError,
+    ApprovalDecidedError,
+    ApprovalNotFoundError,
     DiskFullError,
     EventsExpiredError,
     IdempotencyKeyReusedError,
@@ -50,6 +52,7 @@ from xai.exceptions import (
     UsageError,
 )
 from xai.logs import get_logger
+from xai.serve._approvals import approval_routes
 from xai.serve._backend import Backend
 from xai.serve._limits import READ_TIMEOUT, BodyLimits
 from xai.serve._security import Guard, Refused
@@ -95,6 +98,7 @@ ErrorType: TypeAlias = Literal[
     "unavailable",
     "disk_full",
     "damaged_state",
+    "approval_decided",
 ]
 
 
@@ -154,6 +158,10 @@ def _status_of(exc: Exception) -> tuple[int, ErrorBody]:
         return 404, ErrorBody(type="agent_not_found", message=str(exc))
     if isinstance(exc, SessionNotFoundError):
         return 404, ErrorBody(type="not_found", message=str(exc))
+    if isinstance(exc, ApprovalNotFoundError):
+        return 404, ErrorBody(type="not_found", message=str(exc))
+    if isinstance(exc, ApprovalDecidedError):
+        return 409, ErrorBody(type="approval_decided", message=str(exc))
     if isinstance(exc, SessionClosedError):
         return 409, ErrorBody(type="session_closed", message=str(exc))
     if isinstance(exc, IdempotencyKeyReusedError):
@@ -393,6 +401,7 @@ def create_app(
             Route(session + "/events", route(events), methods=["GET"]),
             Route(session, route(close), methods=["DELETE"]),
             Route("/agents/{agent_id}/facts", route(facts), methods=["GET"]),
+            *approval_routes(route, idempotency_key),  # held tool calls (docs/approvals.md)
             *page_routes(
                 route, guard, idempotency_key
             ),  # the web page and its routes (docs/web.md)

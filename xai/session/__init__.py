@@ -6,6 +6,7 @@ A journal is read through ``JournalView`` (``read``, ``aread``, ``salvage``, and
 """
 
 from xai.session._announce import Announcing, JournalEvent, SessionHub, journal_events
+from xai.session._approvals import Approvals
 from xai.session._compaction import COMPACTION_MARKER
 from xai.session._delegation import HELPER_INSTRUCTIONS, SessionContext
 from xai.session._extraction import EXTRACTION_MARKER
@@ -37,6 +38,7 @@ __all__ = [
     "HELPER_INSTRUCTIONS",
     "JOURNAL_FILE",
     "Announcing",
+    "Approvals",
     "ChildFactory",
     "EventCallback",
     "FinalizingContext",

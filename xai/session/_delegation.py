@@ -27,6 +27,10 @@ class Child(Protocol):
 
     def send(self, input: str, *, origin: Origin = ...) -> TurnHandle: ...
 
+    @property
+    def approvals(self) -> Any:
+        """Its held tool calls (``Approvals``): they surface at the parent."""
+
     async def close(self, reason: CloseReason = ...) -> None: ...
 
 
@@ -38,7 +42,15 @@ class SessionContext:
     owns it), ``on_child_usage`` adds what a child spent to the running turn.
     """
 
-    __slots__ = ("_depth", "_max_depth", "_on_child_usage", "_session_id", "_spawn", "deps")
+    __slots__ = (
+        "_depth",
+        "_max_depth",
+        "_on_child_usage",
+        "_session_id",
+        "_spawn",
+        "_watch",
+        "deps",
+    )
 
     def __init__(
         self,
@@ -49,7 +61,9 @@ class SessionContext:
         spawn: Callable[[str], Awaitable[tuple[Child, bool]]],
         on_child_usage: Callable[[Usage], None],
         deps: Any,
+        watch: Callable[[Child], Callable[[], None]] | None = None,
     ) -> None:
+        self._watch = watch
         self._session_id = session_id
         self._depth = depth
         self._max_depth = max_depth
@@ -77,6 +91,8 @@ class SessionContext:
             raise ToolError("delegation depth limit reached: do this task yourself")
         child, _owned = await self._spawn(task)
         handle: TurnHandle | None = None
+        # The helper's calls held for approval surface here while it works.
+        unwatch = self._watch(child) if self._watch is not None else None
         try:
             handle = child.send(task, origin="agent")
             outcome = await handle.result()
@@ -93,6 +109,9 @@ class SessionContext:
             if handle is not None and handle.outcome is not None:
                 self._on_child_usage(handle.outcome.usage)
             raise
+        finally:
+            if unwatch is not None:
+                unwatch()
         self._on_child_usage(outcome.usage)
         # The sub-task is done: the child closes (its owner's hooks run, e.g. memory).
         await child.close()

@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from xai.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
-__all__ = ["INTERRUPTED_BY_CRASH", "interrupted_by_crash", "place", "unanswered_calls"]
+__all__ = [
+    "INTERRUPTED_BY_CRASH",
+    "NOT_DECIDED",
+    "interrupted_by_crash",
+    "not_decided",
+    "place",
+    "unanswered_calls",
+]
 
 INTERRUPTED_BY_CRASH = "[interrupted: the process stopped before this tool call returned a result]"
+NOT_DECIDED = "[not run: the turn was cancelled or closed before a person decided on this call]"
 
 
 def place(history: list[Message], message: Message) -> bool:
@@ -74,6 +82,17 @@ def interrupted_by_crash(call: ToolCall) -> ToolMessage:
         tool_call_id=call.id,
         tool_name=call.name,
         content=INTERRUPTED_BY_CRASH,
+        is_error=True,
+        synthetic=True,
+    )
+
+
+def not_decided(call: ToolCall) -> ToolMessage:
+    """The synthetic result of a held call its Session closed before anyone decided."""
+    return ToolMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=NOT_DECIDED,
         is_error=True,
         synthetic=True,
     )

@@ -46,6 +46,12 @@ class Inbox:
         self._items.append((slot, None))
         return slot
 
+    def resume(self, turn: int) -> TurnSlot:
+        """The open turn ``turn`` goes on first (its held calls wait for a decision)."""
+        slot = TurnSlot(None, resume=turn)
+        self._items.appendleft((slot, None))
+        return slot
+
     def requeue(self, messages: Iterable[UserMessage]) -> tuple[TurnSlot, ...]:
         """Inputs accepted before a restart (already journaled), to run next, in order."""
         slots = tuple(TurnSlot(m) for m in messages)

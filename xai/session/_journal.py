@@ -19,6 +19,9 @@ Records, in the order a Session writes them (``kind`` tags each line)::
     compacted     older history replaced by a summary
     candidates    memory candidates proposed   reported   the owner acknowledged some
     usage         requests outside a turn (summaries, extraction)
+    approval_asked    a call of the open turn waits for a person's decision
+    approval_decided  the decision (before it is applied)
+    tool_start        an approved call is about to run (a restart never runs it twice)
     closing       closed, but candidates the owner has not acknowledged remain
     closed        closed for good
 
@@ -49,19 +52,23 @@ from xai._files import read_jsonl, space_checked
 from xai.exceptions import JournalError, NotOpenError
 from xai.logs import get_logger
 from xai.messages import (
+    ApprovalDecision,
     CloseReason,
     Episode,
     MemoryCandidate,
     Message,
+    PendingApproval,
     TurnOutcome,
     TurnStatus,
     Usage,
     UserMessage,
 )
-from xai.session._history import place
+from xai.session._history import place, unanswered_calls
 from xai.session._prompt import SystemPrompt
 from xai.session._records import (
     AcceptedRecord,
+    ApprovalAskedRecord,
+    ApprovalDecidedRecord,
     CandidatesRecord,
     ClosedRecord,
     ClosingRecord,
@@ -73,6 +80,7 @@ from xai.session._records import (
     MessageRecord,
     Record,
     ReportedRecord,
+    ToolStartRecord,
     TurnEndRecord,
     TurnStartRecord,
     UsageRecord,
@@ -235,6 +243,13 @@ class JournalView(msgspec.Struct, kw_only=True):
     """Every message recorded (inputs included), in order: the complete conversation."""
     totals: JournalTotals | None = None
     """What the journal adds up to (``read_totals`` gives these without a replay)."""
+    approvals: list[PendingApproval] = msgspec.field(default_factory=list)
+    """Calls held for a person and still without a result in the history (decided or not)."""
+    decisions: dict[str, ApprovalDecision] = msgspec.field(default_factory=dict)
+    """Every decision recorded, by call id (the first one of each): a repeat of one is
+    answered with it, even once its call has its result."""
+    tools_started: set[str] = msgspec.field(default_factory=set)
+    """Approved calls recorded as started (``tool_start``)."""
 
     @property
     def session_id(self) -> str:
@@ -423,6 +438,12 @@ def _replay(records: list[Record], path: Path, *, size: int) -> JournalView:
             state.reported.update(record.candidate_ids)
         elif isinstance(record, UsageRecord):
             state.usage = state.usage + record.usage
+        elif isinstance(record, ApprovalAskedRecord):
+            state.approvals.append(record.pending)
+        elif isinstance(record, ApprovalDecidedRecord):
+            state.decisions.setdefault(record.decision.call_id, record.decision)
+        elif isinstance(record, ToolStartRecord):
+            state.tools_started.add(record.call_id)
         elif isinstance(record, ClosingRecord):
             state.closing = record.reason
         elif isinstance(record, ClosedRecord):
@@ -430,6 +451,12 @@ def _replay(records: list[Record], path: Path, *, size: int) -> JournalView:
             state.closing = None
         else:
             assert_never(record)
+    if state.approvals:  # only those whose call is still unanswered wait
+        waiting = {call.id for call in unanswered_calls(state.history)}
+        state.approvals = [a for a in state.approvals if a.call.id in waiting]
+        state.tools_started &= {a.call.id for a in state.approvals}
+    else:
+        state.tools_started.clear()
     state.episodes = transcript.episodes
     state.turn_log = [turns[n] for n in sorted(turns)]
     totals.journal_bytes = size

@@ -8,6 +8,9 @@
      │                                     │
      └──close() before run()──▶ closed     └──task ended──▶ suspended
 
+    running ◀──decided──▶ waiting   (a tool call waits for a person; from waiting,
+                                      close() and suspend() move on as from running)
+
 ``closing`` begins when the close is asked for (the running turn is being
 cancelled, the hooks have yet to run) and lasts until the journal's last record
 is written; ``suspending`` lets the running turn finish and starts no other.
@@ -32,6 +35,8 @@ class SessionState(StrEnum):
 
     NEW = "new"
     RUNNING = "running"
+    WAITING = "waiting"
+    """A turn is held: a tool call waits for a person's decision (``approvals``)."""
     SUSPENDING = "suspending"
     SUSPENDED = "suspended"
     CLOSING = "closing"
@@ -40,12 +45,20 @@ class SessionState(StrEnum):
 
 _MOVES: dict[SessionState, frozenset[SessionState]] = {
     SessionState.NEW: frozenset({SessionState.RUNNING, SessionState.CLOSED}),
-    SessionState.RUNNING: frozenset({SessionState.SUSPENDING, SessionState.CLOSING}),
+    SessionState.RUNNING: frozenset(
+        {SessionState.SUSPENDING, SessionState.CLOSING, SessionState.WAITING}
+    ),
+    SessionState.WAITING: frozenset(
+        {SessionState.RUNNING, SessionState.SUSPENDING, SessionState.CLOSING}
+    ),
     SessionState.SUSPENDING: frozenset({SessionState.SUSPENDED, SessionState.CLOSING}),
     SessionState.CLOSING: frozenset({SessionState.CLOSED}),
     SessionState.SUSPENDED: frozenset(),
     SessionState.CLOSED: frozenset(),
 }
+
+
+_LIVE = frozenset({SessionState.NEW, SessionState.RUNNING, SessionState.WAITING})
 
 
 class Lifecycle:
@@ -77,14 +90,25 @@ class Lifecycle:
         self.finished = anyio.Event()
 
     def closing(self, reason: CloseReason) -> None:
-        """Begin the close (from ``running``, or a teardown from ``suspending``)."""
+        """Begin the close (from ``running`` or ``waiting``, or a teardown from
+        ``suspending``)."""
         self.transition(SessionState.CLOSING)
         self.close_reason = reason
 
     @property
     def stopping(self) -> bool:
         """No turn may start: a close or a suspend was asked for (or is done)."""
-        return self.state is not SessionState.RUNNING and self.state is not SessionState.NEW
+        return self.state not in _LIVE
+
+    @property
+    def waiting(self) -> bool:
+        """A turn waits for a person's decision."""
+        return self.state is SessionState.WAITING
+
+    @property
+    def live(self) -> bool:
+        """Running, or waiting for a person: a close or a suspend moves on from here."""
+        return self.state is SessionState.RUNNING or self.state is SessionState.WAITING
 
     @property
     def over(self) -> bool:

@@ -18,13 +18,14 @@ import anyio.abc
 
 from xai._files import is_disk_full
 from xai.events import SessionEvent, SessionFailed
-from xai.exceptions import SessionClosedError
+from xai.exceptions import ApprovalPendingError, SessionClosedError
 from xai.logs import bind_ids, get_logger
 from xai.messages import CloseReason, ErrorInfo, TurnOutcome, TurnStatus, Usage
 from xai.providers import Provider
 from xai.query import Query
 from xai.session import _oplog
 from xai.session._announce import SessionHub
+from xai.session._approvals import Approvals
 from xai.session._between import Between
 from xai.session._candidates import Candidates
 from xai.session._closing import Ending
@@ -57,6 +58,7 @@ class Parts:
     """Everything one Session holds, and its task."""
 
     __slots__ = (
+        "approvals",
         "between",
         "candidates",
         "context",
@@ -73,6 +75,7 @@ class Parts:
         "tools",
         "transcript",
         "turns",
+        "while_waiting",
     )
 
     def __init__(
@@ -142,9 +145,21 @@ class Parts:
             spawn=spawn,
             on_child_usage=spending.add_child,
             deps=tool_deps,
+            watch=self.watch,
         )
         extra = [delegate_tool] if config.delegation else []
         self.tools = tools.derive(context=tool_context, extra=extra)
+        self.while_waiting = config.while_waiting
+        self.approvals = approvals = Approvals(
+            session_id=session_id,
+            config=config,
+            tools=self.tools,
+            lifecycle=lifecycle,
+            recorder=recorder,
+            hub=self.hub,
+            clock=clock,
+            restored=(state.approvals, state.decisions, state.tools_started) if state else None,
+        )
         self.between = between = Between(
             session_id=session_id,
             config=config,
@@ -172,6 +187,7 @@ class Parts:
             recorder=recorder,
             hub=self.hub,
             between=between,
+            approvals=approvals,
         )
         self.ending = Ending(
             session_id=session_id,
@@ -187,6 +203,19 @@ class Parts:
             spending=spending,
         )
 
+    def watch(self, child: Child) -> Callable[[], None]:
+        """A delegated helper's held calls surface at this Session until the call returned."""
+        release = self.approvals.adopt(child.approvals)
+        listen = getattr(child, "listen", None)
+        stop = listen(self.approvals.relay) if listen is not None else None
+
+        def unwatch() -> None:
+            release()
+            if stop is not None:
+                stop()
+
+        return unwatch
+
     def check_accepting(self) -> None:
         """``SessionClosedError`` unless the Session accepts input now."""
         state, actor = self.lifecycle.state, self.lifecycle.actor
@@ -194,6 +223,10 @@ class Parts:
             raise SessionClosedError(f"{actor} is closing or closed")
         if state in (SessionState.SUSPENDING, SessionState.SUSPENDED):
             raise SessionClosedError(f"{actor} is suspended: reopen it (its journal) to send to it")
+        if state is SessionState.WAITING and self.while_waiting == "reject":
+            raise ApprovalPendingError(
+                f"{actor} waits for a decision on {len(self.approvals.pending())} tool call(s)"
+            )
         if self.recorder.unclosed is not None:
             raise SessionClosedError(
                 f"{actor} was closing when it stopped: close() it to hand its memory "
@@ -240,11 +273,12 @@ class Parts:
         if state is SessionState.NEW:
             self._close_unstarted(reason)
             return False
-        if state is SessionState.RUNNING:
+        if lifecycle.live:
             lifecycle.closing(reason)
             if cancel_running:
                 self.turns.cancel()
             self.turns.wake_up()
+            self.approvals.wake()
         return True
 
     def _close_unstarted(self, reason: CloseReason) -> None:
@@ -267,9 +301,10 @@ class Parts:
             raise SessionClosedError(f"{lifecycle.actor} is closing or closed")
         if state is SessionState.NEW:
             raise SessionClosedError(f"{lifecycle.actor} is not running: nothing to suspend")
-        if state is SessionState.RUNNING:
+        if lifecycle.live:
             lifecycle.transition(SessionState.SUSPENDING)
             self.turns.wake_up()
+            self.approvals.wake()
 
     async def wait_closed(self, *, from_callback: bool) -> None:
         """Wait until the task has finalised (``from_callback``: one of the Session's own
@@ -301,7 +336,7 @@ class Parts:
             current.resolve(
                 TurnOutcome(turn=turns.count, status=TurnStatus.ERROR, input_id=input_id)
             )
-        if self.lifecycle.state is SessionState.RUNNING:
+        if self.lifecycle.live:
             self.lifecycle.transition(SessionState.SUSPENDING)
 
     async def _run(

@@ -19,6 +19,8 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from xai.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     CandidatesProposed,
     Compacted,
     CompactionMethod,
@@ -28,12 +30,23 @@ from xai.events import (
     TurnDone,
     TurnStarted,
 )
-from xai.messages import CloseReason, MemoryCandidate, Message, TurnOutcome, Usage, UserMessage
+from xai.messages import (
+    ApprovalDecision,
+    CloseReason,
+    MemoryCandidate,
+    Message,
+    PendingApproval,
+    TurnOutcome,
+    Usage,
+    UserMessage,
+)
 from xai.session._prompt import SystemPrompt
 
 __all__ = [
     "JOURNAL_FILE",
     "AcceptedRecord",
+    "ApprovalAskedRecord",
+    "ApprovalDecidedRecord",
     "CandidatesRecord",
     "ClosedRecord",
     "ClosingRecord",
@@ -45,6 +58,7 @@ __all__ = [
     "MessageRecord",
     "Record",
     "ReportedRecord",
+    "ToolStartRecord",
     "TurnEndRecord",
     "TurnStartRecord",
     "UsageRecord",
@@ -164,6 +178,35 @@ class UsageRecord(_Record, frozen=True, tag="usage"):
     purpose: str
 
 
+class ApprovalAskedRecord(_Record, frozen=True, tag="approval_asked"):
+    """A call of the open turn waits for a person (written before anyone is told)."""
+
+    pending: PendingApproval
+
+    def announce(self) -> ApprovalRequested:
+        return ApprovalRequested(pending=self.pending)
+
+
+class ApprovalDecidedRecord(_Record, frozen=True, tag="approval_decided"):
+    """A person decided a held call (written before the decision is applied: a restart
+    applies it, once)."""
+
+    decision: ApprovalDecision
+    session_id: str = ""
+    """The Session whose journal this is (the event names it: a parent relays a helper's)."""
+
+    def announce(self) -> ApprovalDecided:
+        return ApprovalDecided(session_id=self.session_id, decision=self.decision)
+
+
+class ToolStartRecord(_Record, frozen=True, tag="tool_start"):
+    """An approved call is about to run (synced first): a restart that finds this and no
+    result answers it ``interrupted`` rather than run it twice."""
+
+    turn: int
+    call_id: str
+
+
 class ClosingRecord(_Record, frozen=True, tag="closing"):
     """The Session closed while the owner had not acknowledged all its candidates (a hook
     failed or timed out): it is closed only once they are (a later ``reported`` line
@@ -199,6 +242,9 @@ Record: TypeAlias = (
     | CandidatesRecord
     | ReportedRecord
     | UsageRecord
+    | ApprovalAskedRecord
+    | ApprovalDecidedRecord
+    | ToolStartRecord
     | ClosingRecord
     | ClosedRecord
 )

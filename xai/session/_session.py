@@ -35,6 +35,7 @@ from xai.messages import (
     new_id,
 )
 from xai.providers import Provider
+from xai.session._approvals import Approvals
 from xai.session._delegation import HELPER_INSTRUCTIONS
 from xai.session._journal import JournalState, read_journal
 from xai.session._lifecycle import SessionState
@@ -189,6 +190,12 @@ class Session(AsyncContextManagerMixin):
     def idle(self) -> bool:
         """True when no turn runs (nor the memory extraction after one)."""
         return self._parts.turns.current is None
+
+    @property
+    def approvals(self) -> Approvals:
+        """Tool calls waiting for a person: ``pending()``, ``approve(call_id)``,
+        ``deny(call_id, reason)`` (docs/approvals.md)."""
+        return self._parts.approvals
 
     @property
     def pending_inputs(self) -> int:

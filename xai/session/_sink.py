@@ -7,9 +7,10 @@ from collections.abc import Callable
 import anyio
 import msgspec
 
-from xai.events import MessageCommitted, QueryEvent
-from xai.messages import Message
+from xai.events import MessageCommitted, QueryEvent, ToolCallStarted
+from xai.messages import Message, ToolMessage
 from xai.session._announce import SessionHub
+from xai.session._approvals import Approvals
 from xai.session._context import Context
 from xai.session._recorder import Recorder
 from xai.session._records import MessageRecord
@@ -31,6 +32,7 @@ class Sink:
 
     __slots__ = (
         "added",
+        "approvals",
         "clock",
         "context",
         "hub",
@@ -52,8 +54,10 @@ class Sink:
         transcript: Transcript,
         added: list[Message],
         hub: SessionHub,
+        approvals: Approvals,
     ) -> None:
         self.turn = turn
+        self.approvals = approvals
         self.clock = clock
         self.recorder = recorder
         self.context = context
@@ -65,7 +69,13 @@ class Sink:
         self.lock = anyio.Lock() if recorder.fsync == "commit" else None
 
     async def send(self, event: QueryEvent, /) -> None:
-        if type(event) is not MessageCommitted:
+        if type(event) is ToolCallStarted:
+            start = self.approvals.starting(event.call.id)
+            if start is not None:  # an approved call: on disk before it runs
+                self.recorder.write(start)
+                await self.recorder.sync()
+            self.hub.publish(event)
+        elif type(event) is not MessageCommitted:
             self.hub.publish(event)
         elif self.lock is None:
             await self.commit(event)
@@ -89,5 +99,7 @@ class Sink:
             self.transcript.add(self.turn, message)
             self.added.append(message)
             await self.recorder.sync_commit()
+            if isinstance(message, ToolMessage):
+                self.approvals.answered(message.tool_call_id)
         self.published.add(message.id)
         self.hub.announce(*written)

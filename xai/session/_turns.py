@@ -8,15 +8,18 @@ nothing here needs a lock. What it announces as final is in the journal first.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import anyio
+import msgspec
 
 from xai.logs import get_logger
 from xai.messages import (
+    ApprovalDecision,
     ErrorInfo,
     Message,
+    Origin,
     QueryResult,
     StopReason,
     TurnOutcome,
@@ -28,10 +31,11 @@ from xai.providers import Provider
 from xai.query import CancelToken, Query
 from xai.session import _oplog
 from xai.session._announce import SessionHub
+from xai.session._approvals import Approvals
 from xai.session._between import Between
 from xai.session._compaction import message_chars
 from xai.session._context import Context
-from xai.session._history import interrupted_by_crash, unanswered_calls
+from xai.session._history import interrupted_by_crash, not_decided, unanswered_calls
 from xai.session._inbox import Inbox
 from xai.session._lifecycle import Lifecycle, SessionState
 from xai.session._recorder import Recorder
@@ -55,6 +59,7 @@ _STATUS = {
     StopReason.MAX_ROUNDS: TurnStatus.BUDGET_EXHAUSTED,
     StopReason.CANCELLED: TurnStatus.CANCELLED,
     StopReason.ERROR: TurnStatus.ERROR,
+    StopReason.AWAITING_APPROVAL: TurnStatus.AWAITING_APPROVAL,
 }
 
 
@@ -67,6 +72,7 @@ class Turns:
 
     __slots__ = (
         "added",
+        "approvals",
         "between",
         "clock",
         "config",
@@ -105,8 +111,10 @@ class Turns:
         recorder: Recorder,
         hub: SessionHub,
         between: Between,
+        approvals: Approvals,
     ) -> None:
-        self.session = session  # (id, parent id, depth): what a turn's span says
+        self.session = session
+        self.approvals = approvals  # (id, parent id, depth): what a turn's span says
         self.count = count
         self.config = config
         self.provider = provider
@@ -134,10 +142,11 @@ class Turns:
             wake.set()
 
     def cancel(self) -> bool:
-        """Cancel the running Query (if any). Returns whether one was running."""
+        """Cancel the running Query (if any), or the turn that waits for a person (its held
+        calls never run). Returns whether one was running."""
         token = self.token
         if token is None:
-            return False
+            return self.approvals.cancel_wait()
         token.cancel()
         return True
 
@@ -179,7 +188,15 @@ class Turns:
         died during it, or a journal line was lost) gets a synthetic one right after its
         call, journaled; a turn the process died in (``open_turn``) ends ``interrupted``."""
         turn = open_turn if open_turn is not None else self.count
-        missing = unanswered_calls(self.context.history)
+        approvals = self.approvals
+        # A held call whose decision is awaited or not yet applied waits on; one approved
+        # and started before the stop is answered ``interrupted`` (it never runs twice).
+        held = [
+            c
+            for c in unanswered_calls(self.context.history)
+            if c.id in approvals.asked and not approvals.lost(c.id)
+        ]
+        missing = [c for c in unanswered_calls(self.context.history) if c not in held]
         for call in missing:
             _log.debug("session.call_repaired", tool=call.name, call_id=call.id, turn=turn)
             synthetic = interrupted_by_crash(call)
@@ -187,13 +204,16 @@ class Turns:
             position = await self.recorder.commit(record)
             self.context.place(synthetic)  # where replaying the journal puts it, too
             self.hub.announce(record, position)  # (journaled: told, as every message is)
+            approvals.answered(call.id)
+        if held:  # the turn goes on once its calls are decided, before any other input
+            self.inbox.resume(turn)
         if missing and open_turn is None:
             _log.warning(
                 "session.history_repaired",
                 unanswered_calls=len(missing),
                 reason="tool results missing from the journal",
             )
-        if open_turn is not None:
+        if open_turn is not None and not held:
             end = TurnEndRecord(outcome=TurnOutcome(turn=turn, status=TurnStatus.INTERRUPTED))
             position = await self.recorder.commit(end)
             await self.recorder.sync()
@@ -203,8 +223,11 @@ class Turns:
             await self.recorder.sync()
 
     async def turn(self, slot: TurnSlot, message: UserMessage | None) -> int | None:
-        """Run one turn; its number if it ran (``None``: the turn budget refused it)."""
+        """Run one turn; its number if it ran (``None``: the turn budget refused it, or a
+        suspend came while it waited for a person)."""
         limit = self.config.max_turns
+        if slot.resume is not None:
+            return await self.resumed(slot, slot.resume)
         if limit is not None and self.count >= limit:
             outcome = TurnOutcome(
                 turn=self.count,
@@ -247,6 +270,50 @@ class Turns:
         if too_long and await self.between.compact("context_too_long"):
             result = await self.run_query(turn)
             usage, rounds = usage + result.usage, rounds + result.rounds
+        origin = message.origin if message is not None else "user"
+        return await self.finish(slot, turn, result, usage, rounds, started, origin)
+
+    async def resumed(self, slot: TurnSlot, turn: int) -> int | None:
+        """A turn a reopened Session found waiting for a person: it goes on waiting."""
+        self.added = []
+        self.spending.begin_turn()
+        held = QueryResult(
+            query_id="", stop_reason=StopReason.AWAITING_APPROVAL, pending=self.approvals.held()
+        )
+        origin = self.approvals.asked_by()
+        return await self.finish(slot, turn, held, Usage(), 0, time.perf_counter(), origin)
+
+    async def finish(
+        self,
+        slot: TurnSlot,
+        turn: int,
+        result: QueryResult,
+        usage: Usage,
+        rounds: int,
+        started: float,
+        origin: Origin,
+    ) -> int | None:
+        """Wait for any held calls, then end the turn (journal first, then tell)."""
+        message = slot.input
+        result, more, extra = await self.approvals.carry(
+            turn, origin, result, self.run_query, self.telemetry
+        )
+        usage, rounds = usage + more, rounds + extra
+        if result.stop_reason is StopReason.AWAITING_APPROVAL:
+            if self.lifecycle.state is SessionState.SUSPENDING:  # suspended while it waits
+                self.spending.spend(usage, "turn_before_approval")
+                input_id = message.id if message else None
+                status = TurnStatus.AWAITING_APPROVAL
+                slot.resolve(TurnOutcome(turn=turn, status=status, input_id=input_id))
+                return None
+            for call in result.pending:  # closed or cancelled while it waited: never run
+                answer = not_decided(call)
+                await self.recorder.commit(MessageRecord(turn=turn, message=answer))
+                self.context.place(answer)
+                self.transcript.add(turn, answer)
+                self.added.append(answer)
+                self.approvals.answered(call.id)
+            result = msgspec.structs.replace(result, stop_reason=StopReason.CANCELLED, pending=())
         usage = Usage() + usage + self.spending.children
         outcome = TurnOutcome(
             turn=turn,
@@ -265,7 +332,9 @@ class Turns:
         slot.resolve(outcome)
         return turn
 
-    async def run_query(self, turn: int) -> QueryResult:
+    async def run_query(
+        self, turn: int, decisions: Mapping[str, ApprovalDecision] | None = None
+    ) -> QueryResult:
         messages, before = self.context.request()
         token = self.token = CancelToken()
         if self.lifecycle.state is SessionState.CLOSING:
@@ -278,9 +347,10 @@ class Turns:
             transcript=self.transcript,
             added=self.added,
             hub=self.hub,
+            approvals=self.approvals,
         )
         try:
-            result = await self.query.run(messages, channel=sink, cancel=token)
+            result = await self.query.run(messages, channel=sink, cancel=token, decisions=decisions)
         finally:
             self.token = None
         if result.last_prompt_tokens:

@@ -16,18 +16,24 @@ from xai.query import QueryConfig
 from xai.session._records import FsyncPolicy
 
 __all__ = [
+    "ExpiryPolicy",
     "FinalizingContext",
     "FinalizingHook",
     "InputPolicy",
     "SessionConfig",
     "TurnHandle",
     "TurnSlot",
+    "WaitingPolicy",
     "run_hooks",
 ]
 
 _log = get_logger(__name__)
 
 InputPolicy: TypeAlias = Literal["queue", "interrupt"]
+WaitingPolicy: TypeAlias = Literal["queue", "reject"]
+"""Input sent while a turn waits for a person: queued behind it, or refused."""
+ExpiryPolicy: TypeAlias = Literal["deny", "remind"]
+"""What ``approval_timeout`` does to a call nobody decided: deny it, or announce it again."""
 
 
 class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,12 +64,23 @@ class SessionConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_delegation_depth: int = 2
     hook_timeout: float = 30.0
     """Seconds each ``on_session_finalizing`` hook may take before it is abandoned."""
+    while_waiting: WaitingPolicy = "queue"
+    """Input sent while a turn waits for a person's approval: ``queue`` it behind the turn,
+    or ``reject`` it (``ApprovalPendingError``)."""
+    approval_timeout: float | None = None
+    """Seconds a held tool call may wait for a decision (from when it was asked, by the
+    Session's clock, across restarts); then ``approval_expiry`` acts. ``None``: forever."""
+    approval_expiry: ExpiryPolicy = "deny"
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.compact_at <= 1.0:
             raise ConfigurationError(f"compact_at must be within 0.1..1.0, got {self.compact_at}")
         if self.keep_recent_tokens >= self.context_window:
             raise ConfigurationError("keep_recent_tokens must be smaller than context_window")
+        if self.approval_timeout is not None and self.approval_timeout <= 0:
+            raise ConfigurationError(
+                f"approval_timeout must be positive, got {self.approval_timeout}"
+            )
 
 
 class FinalizingContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,10 +131,12 @@ class TurnSlot:
     turn's parent span.
     """
 
-    __slots__ = ("done", "input", "outcome", "trace")
+    __slots__ = ("done", "input", "outcome", "resume", "trace")
 
-    def __init__(self, message: UserMessage | None) -> None:
+    def __init__(self, message: UserMessage | None, *, resume: int | None = None) -> None:
         self.input = message
+        self.resume = resume
+        """The open turn a reopened Session goes on with (its calls wait for a person)."""
         self.done = anyio.Event()
         self.outcome: TurnOutcome | None = None
         self.trace: Any = None

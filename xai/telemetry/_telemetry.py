@@ -299,6 +299,16 @@ class Telemetry:
             )
         )
 
+    def approval_wait(self, session_id: str, turn: int, calls: Sequence[ToolCall]) -> Operation:
+        """``xai.session.approval_wait``: a turn held until a person decides its calls."""
+        attributes: dict[str, Any] = {
+            "xai.session.id": session_id,
+            "xai.turn": turn,
+            "xai.approval.calls": len(calls),
+            "xai.approval.tools": sorted({call.name for call in calls}),
+        }
+        return Operation(*self._start("xai.session.approval_wait", attributes))
+
     def extraction(self, session_id: str, turn: int, context: Context | None) -> Operation:
         attributes = {"xai.session.id": session_id, "xai.turn": turn}
         return Operation(*self._start("xai.session.extraction", attributes, context))

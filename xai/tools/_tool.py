@@ -13,6 +13,7 @@ import msgspec
 
 from xai.exceptions import ToolDefinitionError
 from xai.messages import ToolSpec
+from xai.tools._approval import ArgumentsPolicy
 from xai.tools._pydantic import PydanticArguments, mentions_pydantic
 
 __all__ = ["Tool", "ToolContext", "tool"]
@@ -117,6 +118,7 @@ class Tool:
         "function",
         "is_async",
         "name",
+        "needs_approval",
         "parameters",
         "timeout",
     )
@@ -128,8 +130,12 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        needs_approval: ArgumentsPolicy = False,
     ) -> None:
         self.function = function
+        self.needs_approval = needs_approval
+        """A person approves each call first (``True``), or those a function of the
+        decoded arguments picks (see docs/approvals.md)."""
         self.name = name or function.__name__
         if not _NAME.match(self.name):
             raise ToolDefinitionError(
@@ -236,7 +242,11 @@ def tool(function: Callable[..., Awaitable[Any]] | Callable[..., Any], /) -> Too
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    needs_approval: ArgumentsPolicy = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -247,17 +257,22 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    needs_approval: ArgumentsPolicy = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a typed function, sync or async; use bare or with options.
 
     The description comes from the docstring's summary, each parameter's from
     its ``Args:`` entry. A parameter annotated ``ToolContext[...]`` is not shown
     to the model; it receives the tool set's context at call time. ``timeout``
-    overrides the Query's tool timeout for this tool.
+    overrides the Query's tool timeout for this tool. ``needs_approval``: a person approves
+    each call before it runs (``True``), or the calls a function of the decoded arguments
+    picks (docs/approvals.md).
     """
 
     def build(fn: Callable[..., Any]) -> Tool:
-        return Tool(fn, name=name, description=description, timeout=timeout)
+        return Tool(
+            fn, name=name, description=description, timeout=timeout, needs_approval=needs_approval
+        )
 
     if function is not None:
         return build(function)

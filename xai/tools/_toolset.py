@@ -16,6 +16,7 @@ from xai._redact import redact
 from xai.exceptions import ToolDefinitionError, ToolError
 from xai.logs import get_logger
 from xai.messages import ToolCall, ToolResult, ToolSpec
+from xai.tools._approval import ApprovalPolicy, check_edit, holds
 from xai.tools._mcp import MCPServer
 from xai.tools._pydantic import dump as pydantic_dump
 from xai.tools._tool import Tool, ToolContext
@@ -63,7 +64,14 @@ class ToolSet:
     record: the server's ``isError`` as a failure, a server that dies mid-call as an error.
     """
 
-    __slots__ = ("_sources", "_specs", "_tools", "context", "max_result_chars")
+    __slots__ = (
+        "_sources",
+        "_specs",
+        "_tools",
+        "context",
+        "max_result_chars",
+        "needs_approval",
+    )
 
     def __init__(
         self,
@@ -72,7 +80,11 @@ class ToolSet:
         mcp: Iterable[MCPServer] = (),
         context: Any = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        needs_approval: ApprovalPolicy = None,
     ) -> None:
+        self.needs_approval = needs_approval
+        """Calls a person approves first, beside each tool's own ``needs_approval``:
+        every tool (``True``), these names, or a function of the ``ToolCall``."""
         self._tools: dict[str, Tool] = {}
         for item in tools:
             t = item if isinstance(item, Tool) else Tool(item)
@@ -107,6 +119,7 @@ class ToolSet:
             mcp=self._sources,
             context=context,
             max_result_chars=self.max_result_chars,
+            needs_approval=self.needs_approval,
         )
 
     @property
@@ -184,6 +197,16 @@ class ToolSet:
         if source is None:
             return None
         return next((spec for spec in source.specs if spec.name == name), None)
+
+    def holds(self, call: ToolCall) -> bool:
+        """Whether ``call`` waits for a person's approval before it runs."""
+        known = call.name in self._tools or self._source(call.name) is not None
+        return holds(self.needs_approval, self._tools.get(call.name), known, call)
+
+    def check_edit(self, call: ToolCall, arguments: str) -> str:
+        """``arguments`` (normalised JSON) if ``call``'s tool accepts them as edited by a
+        person; ``InvalidEditError`` if not."""
+        return check_edit(self._tools.get(call.name), call, arguments)
 
     def _failure(
         self, call: ToolCall, arguments: dict[str, Any] | str, error: str, started: float

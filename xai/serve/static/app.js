@@ -346,7 +346,42 @@
     item.append(show);
     return item;
   }
-  loaders.chat = loadSessions;
+  loaders.chat = () => Promise.all([loadSessions(), loadApprovals()]);
+
+  // -- approvals (docs/approvals.md): tool calls that wait for a person ----------------
+
+  /** The held calls of the Agent's Sessions, each with its arguments (as text) and the
+   * buttons that decide it. */
+  async function loadApprovals() {
+    const pending = await api("GET", "/approvals");
+    $("approvals-title").hidden = pending.length === 0;
+    redraw($("approvals"), pending.map(approvalItem), "data-call");
+  }
+
+  function approvalItem(p) {
+    const call = p.call;
+    const reason = el("input", { "aria-label": `Reason to deny ${call.name}`, placeholder: "reason (optional)", maxLength: 2000 });
+    const item = el("li", { "data-call": call.id, "data-session": p.session_id },
+      el("span", { class: "who" }, `${call.name} · Session ${p.session_id}`),
+      el("pre", { class: "args" }, pretty(call.arguments)),
+      reason);
+    const decide = async (approved) => {
+      const path = `/sessions/${encodeURIComponent(p.session_id)}/approvals/${encodeURIComponent(call.id)}`;
+      try {
+        await api("POST", path, approved ? { approved } : { approved, reason: reason.value });
+        item.dataset.decided = approved ? "approved" : "denied";
+        await loadApprovals();
+      } catch (error) {
+        failed(error);
+      }
+    };
+    const approve = el("button", { type: "button", "aria-label": `Approve ${call.name}` }, "Approve");
+    const deny = el("button", { type: "button", "aria-label": `Deny ${call.name}` }, "Deny");
+    approve.addEventListener("click", () => decide(true));
+    deny.addEventListener("click", () => decide(false));
+    item.append(approve, deny);
+    return item;
+  }
 
   function endSession() {
     if (source) source.close();
@@ -703,6 +738,10 @@
       case "memory_decided":
         if (visible("memory")) loadFacts().catch(failed);
         break;
+      case "approval_requested":
+      case "approval_decided":
+        loadApprovals().catch(failed);
+        break;
       default: {
         // (A helper's events come on its own stream.)
         if (fired.has(id) && body.type === "text_delta") {
@@ -712,7 +751,7 @@
     }
   }
 
-  const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", ...SESSION_KINDS];
+  const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", "approval_requested", "approval_decided", ...SESSION_KINDS];
   let agentSource = null;
   let reconnecting = false;
 
