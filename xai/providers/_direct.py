@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DirectSender", "status_message", "status_reason"]
 
-_PER_BODY = frozenset({"content-length", "transfer-encoding"})
-"""Headers that describe one body, so a template must not keep them."""
+_PER_BODY = frozenset({"content-length", "transfer-encoding", "cookie"})
+"""Headers that describe one body (or, the cookies, the client's state), so a template
+must not keep them."""
 
 
 def status_message(status: int, body: object) -> tuple[str, str]:
@@ -61,22 +62,25 @@ class DirectSender:
     one (``knows``), the caller goes through the SDK.
     """
 
-    __slots__ = ("_http", "_key", "_templates")
+    __slots__ = ("_extensions", "_http", "_key", "_templates")
 
     def __init__(self, http: httpx2.AsyncClient) -> None:
         self._http = http
-        self._templates: dict[str, tuple[httpx2.URL, list[tuple[bytes, bytes]]]] = {}
+        self._templates: dict[str, tuple[httpx2.URL, httpx2.Headers]] = {}
         self._key: object = None
+        self._extensions = {"timeout": http.timeout.as_dict()}
 
     def learn(self, path: str, response: httpx2.Response, key: object) -> None:
         """Keep the URL and headers of the request behind ``response`` for ``path``, sent
         with the client's ``key``. A new key forgets every template learnt with the old."""
+        import httpx2
+
         if key is not self._key:
             self._templates.clear()
             self._key = key
         request = response.request
         headers = [(k, v) for k, v in request.headers.raw if k.lower().decode() not in _PER_BODY]
-        self._templates[path] = (request.url, headers)
+        self._templates[path] = (request.url, httpx2.Headers(headers))
 
     def knows(self, path: str, key: object) -> bool:
         """Whether ``path`` has its template, learnt with the client's current ``key`` (an
@@ -87,9 +91,19 @@ class DirectSender:
     async def send(self, path: str, content: bytes) -> httpx2.Response:
         """The open (streamed) response to a POST of ``content`` to ``path``, which must
         have its template (``knows``). Whatever its status: an error status is the
-        caller's to map (``status_reason``); transport errors propagate as ``httpx2``'s."""
+        caller's to map (``status_reason``); transport errors propagate as ``httpx2``'s.
+
+        The template holds the client's own headers already (the SDK's request was built
+        on it), so the request is made from it directly; only cookies the client keeps
+        from earlier answers need the client's merge."""
+        import httpx2
+
         url, headers = self._templates[path]
         http = self._http
-        return await http.send(
-            http.build_request("POST", url, headers=headers, content=content), stream=True
-        )
+        if http.cookies:
+            request = http.build_request("POST", url, headers=headers, content=content)
+        else:
+            request = httpx2.Request(
+                "POST", url, headers=headers, content=content, extensions=self._extensions
+            )
+        return await http.send(request, stream=True)
