@@ -25,7 +25,7 @@ Variants: ``sdk``, a plain ``openai`` SDK loop; ``xai``, xai's ``Query``;
 (build the body, split the SSE lines, decode each chunk into two small structs,
 gather the call, run the tool): a Query cannot cost much less;
 ``session_once``, a ``Session`` opened for the exchange and closed after it,
-start and close timed; ``agent``, a turn on a Session of an ``Agent`` whose
+start and close timed; ``agent``, the same on a Session of an ``Agent`` whose
 memory is off (no extraction, no memory tool; its journal synced per turn).
 ``--baseline DIR`` (repeatable) adds a worker running ``xai``, ``session_once``
 and ``agent`` from another checkout of xai (``git worktree add /tmp/old COMMIT``)
@@ -470,8 +470,9 @@ class _NoEmbedder:
 
 
 async def setup_agent(base_url: str, stack: AsyncExitStack) -> OneRun:
-    """A turn on a Session of an Agent whose memory is off (no extraction, no memory tool):
-    one Session, opened once, its journal in a temporary directory (``fsync="turn"``)."""
+    """A turn of an Agent whose memory is off (no extraction, no memory tool): a Session
+    opened for the exchange and closed after it (from an empty history, as every other
+    variant starts), its journal under the Agent's temporary directory (``fsync="turn"``)."""
     from xai.agent import Agent, AgentConfig
     from xai.session import SessionConfig
 
@@ -483,10 +484,11 @@ async def setup_agent(base_url: str, stack: AsyncExitStack) -> OneRun:
     agent = await stack.enter_async_context(
         Agent(directory, provider, tools=[lookup], embedder=_NoEmbedder(), config=config)
     )
-    session = await agent.open_session()
 
     async def one_run() -> None:
+        session = await agent.open_session()
         outcome = await session.send(PROMPT)
+        await session.close()
         if outcome.text != FINAL_TEXT:
             raise AssertionError(f"unexpected outcome: {outcome!r}")
 
