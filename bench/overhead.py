@@ -66,7 +66,7 @@ import anyio
 import httpx2
 import msgspec
 import openai
-from _common import Server, exit_on_sigterm, lookup, lookup_calls
+from _common import Server, exit_on_sigterm, lookup, lookup_calls, median_ci
 from openai.types.chat import (
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -767,12 +767,14 @@ def parent(
             met = met and ratio <= goal
             verdict = f"; goal <= {goal}: {'met' if ratio <= goal else 'NOT met'}"
         spread = max(per_round) - min(per_round)
+        low, high = median_ci([x / y for x, y in zip(cpu[a], cpu[b], strict=True)])
         print(
             f"{name}: {ratio:.3f} (per round: {', '.join(f'{r:.3f}' for r in per_round)}; "
-            f"spread {spread:.3f}{verdict})"
+            f"spread {spread:.3f}; 95% interval of the median {low:.3f}-{high:.3f}{verdict})"
         )
         summary[f"{name}_cpu_ratio"] = round(ratio, 4)
         summary[f"{name}_cpu_ratio_spread"] = round(spread, 4)
+        summary[f"{name}_cpu_ratio_ci95"] = [round(low, 4), round(high, 4)]
     if baselines:  # the name earlier runs of this bench used, for the first baseline
         first = baselines[0][0]
         if f"xai_vs_{first}_cpu_ratio" in summary:
