@@ -465,6 +465,8 @@ class _Run:
                 if isinstance(event, TextChunk):
                     text.append(event.text)
                     await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
+                elif isinstance(event, ToolCallChunk):
+                    pass  # the provider assembles calls: ToolCallReady carries each whole
                 elif isinstance(event, ThinkingChunk):
                     thinking.append(event.text)
                     await self.publish(
@@ -479,8 +481,6 @@ class _Run:
                 elif isinstance(event, StreamFinished):
                     finish = event.reason
                     self.finished = event
-                elif isinstance(event, ToolCallChunk):
-                    pass  # the provider assembles calls: ToolCallReady carries each whole
                 else:
                     assert_never(event)
         finally:
