@@ -503,8 +503,9 @@ class OpenAIProvider:
                             started = True
                             yield event
                 finally:
-                    with anyio.CancelScope(shield=True):
-                        await response.aclose()
+                    if not response.is_closed:  # a body read to its end closed it already
+                        with anyio.CancelScope(shield=True):
+                            await response.aclose()
                 return
             except EmptyAnswerError:
                 error = _inferred_overflow(request)
