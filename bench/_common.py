@@ -7,6 +7,7 @@ and ``from _common import ...`` finds this module.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import subprocess
@@ -119,3 +120,14 @@ async def lookup(city: str, unit: str, days: int, detail: bool) -> str:
     _calls[0] += 1
     level = "hourly" if detail else "daily"
     return f"{city}: {days} days, {level} forecast in {unit}: 6, 8, 7"
+
+
+def median_ci(values: Sequence[float]) -> tuple[float, float]:
+    """A 95 % confidence interval of the median of ``values`` (order statistics, no
+    assumption about their distribution): how far the median of another run of as many
+    samples may land."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half = 1.96 * math.sqrt(n) / 2
+    low, high = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half) - 1)
+    return ordered[low], ordered[high]

@@ -1,4 +1,5 @@
-"""Client CPU per exchange: xai's Query against a plain ``openai`` SDK loop doing the same work.
+"""Client CPU per exchange: xai's Query, Session and Agent against a plain ``openai`` SDK loop
+and a bare HTTP loop doing the same work.
 
 The exchange: the model answers the user with one tool call whose arguments
 arrive in several deltas; the client runs the tool, appends the assistant
@@ -7,27 +8,36 @@ in exactly 20 chunks. Both variants talk to the project's OpenAI-wire test
 server (``python -m xai.testing serve``), which runs as a process of its own,
 so the CPU time measured in a variant's process is the client's alone.
 
-Each variant runs in a fresh child process (warm-up runs, then ``--runs``
-measured runs timed with ``time.process_time()``, cut short after
-``--max-seconds`` of wall time if the exchanges are slow); the variants
-alternate for ``--repeats`` rounds and the medians are compared. The ratio is
-against the SDK baseline measured in the same invocation, so a noisy machine
-moves both. Every run checks the final text, so a broken exchange cannot pass
-for a fast one.
+The variants run in worker processes that take turns: each worker sets its
+variants up and warms them up, then runs blocks of ``BLOCK_RUNS`` exchanges on
+request, timed with ``time.process_time()``, while the others wait; the parent
+goes round every unit (a worker's variant) block by block, in alternating order.
+A ratio is taken per block against the block of its baseline unit in the same
+turn (a second or so apart) and the figure is the median of those ratios: load
+that comes and goes, a garbage collection or a burst of other work on a shared
+machine moves one block's ratio of many, not the figure. ``--repeats`` rounds of
+fresh workers give the per-round figures, whose spread the output states. Every
+run checks the final text, so a broken exchange cannot pass for a fast one.
 
-A third variant is the floor: the same exchange as a bare loop over
-``httpx2`` (the HTTP client the ``openai`` SDK uses) and msgspec, with
-nothing but what the exchange needs (build the body, split the SSE lines,
-decode each chunk into two small structs, gather the call, run the tool).
-A Query cannot cost much less than that; ``xai_vs_floor_cpu_ratio`` says how
-close it comes. ``--baseline DIR`` adds a fourth: xai's Query run from another
-checkout of xai (``git worktree add /tmp/old COMMIT``), in the same rounds, for
-``xai_vs_baseline_cpu_ratio`` (new / old, same minutes).
+Variants: ``sdk``, a plain ``openai`` SDK loop; ``xai``, xai's ``Query``;
+``floor``, the same exchange as a bare loop over ``httpx2`` (the HTTP client the
+``openai`` SDK uses) and msgspec, with nothing but what the exchange needs
+(build the body, split the SSE lines, decode each chunk into two small structs,
+gather the call, run the tool): a Query cannot cost much less;
+``session_once``, a ``Session`` opened for the exchange and closed after it,
+start and close timed; ``agent``, the same on a Session of an ``Agent`` whose
+memory is off (no extraction, no memory tool; its journal synced per turn).
+``--baseline DIR`` (repeatable) adds a worker running ``xai``, ``session_once``
+and ``agent`` from another checkout of xai (``git worktree add /tmp/old COMMIT``)
+in the same rounds: ``xai_vs_<dir>_cpu_ratio`` and so on, new / old.
 
-    python bench/overhead.py            # 300 runs x 3 rounds per variant
-    python bench/overhead.py --quick    # 50 runs x 3 rounds
-    python bench/overhead.py --baseline /tmp/old    # and xai from /tmp/old in the same rounds
-    python bench/overhead.py --check    # exit 1 unless xai/sdk <= 0.40 and xai/floor <= 1.05
+    python bench/overhead.py            # 300 exchanges per unit x 3 rounds
+    python bench/overhead.py --quick    # 50 x 3
+    python bench/overhead.py --baseline /tmp/old --baseline /tmp/main
+    python bench/overhead.py --check    # exit 1 unless every goal below is met
+
+Goals (issue 35): xai/sdk <= 0.40, xai/floor <= 1.05, session_once/xai <= 1.10,
+agent/sdk <= 0.50.
 
 The last line of output is one JSON object with the figures.
 """
@@ -35,22 +45,28 @@ The last line of output is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
+import queue
 import signal
 import statistics
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
-import _common
 import anyio
 import httpx2
 import msgspec
 import openai
-from _common import Server, exit_on_sigterm, lookup, lookup_calls
+from _common import Server, exit_on_sigterm, lookup, lookup_calls, median_ci
 from openai.types.chat import (
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -60,9 +76,12 @@ from openai.types.chat import (
 import xai
 from xai.testing import Reply, Rule, Script, ScriptedCall
 
-Variant = Literal["sdk", "xai", "floor", "baseline"]
-VARIANTS: tuple[Variant, ...] = ("sdk", "xai", "floor")
-"""Always run; ``baseline`` (xai from ``--baseline DIR``) joins them when asked."""
+Variant = Literal["sdk", "xai", "floor", "session_once", "agent"]
+VARIANTS: tuple[Variant, ...] = ("sdk", "floor", "xai", "session_once", "agent")
+"""Run by default (``--variants`` picks some)."""
+BASELINE_VARIANTS: tuple[Variant, ...] = ("xai", "session_once", "agent")
+"""The variants a ``--baseline`` checkout runs too (its xai's, in the same rounds)."""
+OneRun = Callable[[], Awaitable[None]]
 
 MODEL = "bench-model"
 PROMPT = "What will the weather be in Reykjavik over the next three days?"
@@ -78,12 +97,24 @@ GOAL_RATIO = 0.40
 """xai / sdk CPU (issue 35)."""
 GOAL_FLOOR_RATIO = 1.05
 """xai / floor CPU (issue 35)."""
+GOAL_SESSION_ONCE_RATIO = 1.10
+"""A Session opened for one exchange and closed, against a bare Query (issue 35)."""
+GOAL_AGENT_RATIO = 0.50
+"""An Agent's turn with its memory off, against the SDK loop (issue 35)."""
+GOALS: dict[str, float] = {
+    "xai_vs_sdk": GOAL_RATIO,
+    "xai_vs_floor": GOAL_FLOOR_RATIO,
+    "session_once_vs_xai": GOAL_SESSION_ONCE_RATIO,
+    "agent_vs_sdk": GOAL_AGENT_RATIO,
+}
+BLOCK_RUNS = 5
+"""Exchanges of one unit before the next unit's turn: a block lasts some 20-60 ms, so
+load that comes and goes hits neighbouring blocks alike."""
 DEFAULT_RUNS = 300
 QUICK_RUNS = 50
 DEFAULT_WARMUP = 20
 DEFAULT_REPEATS = 3
 DEFAULT_MAX_SECONDS = 6.0
-MIN_RUNS = 20
 MAX_ROUNDS = 4
 
 
@@ -94,7 +125,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     """Measured runs, unless ``max_seconds`` runs out first."""
     warmup: int
     max_seconds: float
-    """Wall-time cap of the measured phase (at least ``MIN_RUNS`` runs are measured anyway)."""
+    """Wall-time cap of the measured phase, per unit (at least two blocks run anyway)."""
 
 
 class Figures(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,25 +260,23 @@ async def sdk_exchange(client: openai.AsyncOpenAI, counts: SdkCounts) -> str:
     raise AssertionError("the exchange did not end within the round limit")
 
 
-async def run_sdk(base_url: str, plan: Plan) -> Figures:
-    async with openai.AsyncOpenAI(
-        api_key="bench", base_url=base_url, max_retries=0, timeout=30.0
-    ) as client:
-        # The first warm-up run is checked in detail, the others by their text.
-        counts = SdkCounts()
+async def setup_sdk(base_url: str, stack: AsyncExitStack) -> OneRun:
+    client = await stack.enter_async_context(
+        openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, timeout=30.0)
+    )
+    # The first run is checked in detail, the others by their text.
+    counts = SdkCounts()
+    text = await sdk_exchange(client, counts)
+    check(text, counts.text_chunks, counts.requests)
+    if counts.argument_deltas < 2:
+        raise AssertionError(f"tool arguments came in {counts.argument_deltas} delta(s)")
+
+    async def one_run() -> None:
         text = await sdk_exchange(client, counts)
-        check(text, counts.text_chunks, counts.requests)
-        if counts.argument_deltas < 2:
-            raise AssertionError(f"tool arguments came in {counts.argument_deltas} delta(s)")
-        for _ in range(plan.warmup - 1):
-            check_text(await sdk_exchange(client, counts))
+        if text != FINAL_TEXT:
+            check_text(text)
 
-        async def one_run() -> None:
-            text = await sdk_exchange(client, counts)
-            if text != FINAL_TEXT:
-                check_text(text)
-
-        return await measure("sdk", one_run, plan)
+    return one_run
 
 
 # -- variant (c): the floor, a bare httpx2 + msgspec loop ------------------------------------
@@ -353,65 +382,118 @@ async def floor_exchange(client: httpx2.AsyncClient, counts: SdkCounts) -> str:
     raise AssertionError("the exchange did not end within the round limit")
 
 
-async def run_floor(base_url: str, plan: Plan) -> Figures:
+async def setup_floor(base_url: str, stack: AsyncExitStack) -> OneRun:
     headers = {"Authorization": "Bearer bench", "Content-Type": "application/json"}
-    async with httpx2.AsyncClient(
-        base_url=base_url.rstrip("/") + "/", headers=headers, timeout=30.0
-    ) as client:
-        counts = SdkCounts()
+    client = await stack.enter_async_context(
+        httpx2.AsyncClient(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=30.0)
+    )
+    counts = SdkCounts()
+    text = await floor_exchange(client, counts)
+    check(text, counts.text_chunks, counts.requests)
+    if counts.argument_deltas < 2:
+        raise AssertionError(f"tool arguments came in {counts.argument_deltas} delta(s)")
+
+    async def one_run() -> None:
         text = await floor_exchange(client, counts)
-        check(text, counts.text_chunks, counts.requests)
-        if counts.argument_deltas < 2:
-            raise AssertionError(f"tool arguments came in {counts.argument_deltas} delta(s)")
-        for _ in range(plan.warmup - 1):
-            check_text(await floor_exchange(client, counts))
+        if text != FINAL_TEXT:
+            check_text(text)
 
-        async def one_run() -> None:
-            text = await floor_exchange(client, counts)
-            if text != FINAL_TEXT:
-                check_text(text)
-
-        return await measure("floor", one_run, plan)
+    return one_run
 
 
-# -- variant (b): xai's Query ----------------------------------------------------------------
+# -- variant (b): xai's Query, and a Session and an Agent around it -------------------------
 
 
-async def run_xai(base_url: str, plan: Plan) -> Figures:
+async def xai_provider(base_url: str, stack: AsyncExitStack) -> xai.OpenAIProvider:
     provider = xai.OpenAIProvider(
         xai.LLMConfig(model=MODEL, base_url=base_url, api_key="bench", max_retries=0)
     )
-    async with provider:
-        query = xai.Query(provider, tools=[lookup])
-        # Both variants must send the same request bodies, tool schema included.
-        spec, sdk = query.tools.specs[0], SDK_TOOL["function"]
-        if (spec.name, spec.description, spec.parameters) != (
-            sdk["name"],
-            sdk.get("description"),
-            sdk.get("parameters"),
-        ):
-            raise AssertionError(f"SDK_TOOL differs from the schema xai derives: {spec!r}")
-        deltas: list[xai.TextDelta] = []
+    return await stack.enter_async_context(provider)
 
-        def observe(event: xai.QueryEvent) -> None:
-            if isinstance(event, xai.TextDelta):
-                deltas.append(event)
 
-        # The first warm-up run is watched, to prove the exchange is the one described above.
-        result = await query.run((), PROMPT, observers=[observe])
-        check_result(result)
-        check(result.text, len(deltas), result.usage.requests)
-        if len(result.tool_results) != 1 or result.tool_results[0].is_error:
-            raise AssertionError(f"the tool call did not succeed: {result.tool_results!r}")
-        for _ in range(plan.warmup - 1):
-            check_result(await query.run((), PROMPT))
+async def setup_xai(base_url: str, stack: AsyncExitStack) -> OneRun:
+    query = xai.Query(await xai_provider(base_url, stack), tools=[lookup])
+    # Both variants must send the same request bodies, tool schema included.
+    spec, sdk = query.tools.specs[0], SDK_TOOL["function"]
+    if (spec.name, spec.description, spec.parameters) != (
+        sdk["name"],
+        sdk.get("description"),
+        sdk.get("parameters"),
+    ):
+        raise AssertionError(f"SDK_TOOL differs from the schema xai derives: {spec!r}")
+    deltas: list[xai.TextDelta] = []
 
-        async def one_run() -> None:
-            result = await query.run((), PROMPT)
-            if result.text != FINAL_TEXT or result.rounds != 2:
-                check_result(result)
+    def observe(event: xai.QueryEvent) -> None:
+        if isinstance(event, xai.TextDelta):
+            deltas.append(event)
 
-        return await measure("xai", one_run, plan)
+    # The first warm-up run is watched, to prove the exchange is the one described above.
+    result = await query.run((), PROMPT, observers=[observe])
+    check_result(result)
+    check(result.text, len(deltas), result.usage.requests)
+    if len(result.tool_results) != 1 or result.tool_results[0].is_error:
+        raise AssertionError(f"the tool call did not succeed: {result.tool_results!r}")
+
+    async def one_run() -> None:
+        result = await query.run((), PROMPT)
+        if result.text != FINAL_TEXT or result.rounds != 2:
+            check_result(result)
+
+    return one_run
+
+
+async def setup_session_once(base_url: str, stack: AsyncExitStack) -> OneRun:
+    """A Session opened for the exchange and closed after it (no directory, no memory),
+    start and close timed with it: what an application that opens a Session per request pays."""
+    from xai.session import Session
+
+    provider = await xai_provider(base_url, stack)
+
+    async def one_run() -> None:
+        async with Session(provider, tools=[lookup]) as session:
+            outcome = await session.send(PROMPT)
+        if outcome.text != FINAL_TEXT:
+            raise AssertionError(f"unexpected outcome: {outcome!r}")
+
+    await one_run()
+    return one_run
+
+
+class _NoEmbedder:
+    """An embedder the memory-off Agent never asks (it would fail the run if it did)."""
+
+    name = "bench-none"
+    dimension = 8
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise AssertionError("the memory-off Agent embedded text")
+
+
+async def setup_agent(base_url: str, stack: AsyncExitStack) -> OneRun:
+    """A turn of an Agent whose memory is off (no extraction, no memory tool): a Session
+    opened for the exchange and closed after it (from an empty history, as every other
+    variant starts), its journal under the Agent's temporary directory (``fsync="turn"``)."""
+    from xai.agent import Agent, AgentConfig
+    from xai.session import SessionConfig
+
+    provider = await xai_provider(base_url, stack)
+    directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="xai-bench-agent-"))
+    config = AgentConfig(
+        session=SessionConfig(extract_memory=False, delegation=False), memory_tool=False
+    )
+    agent = await stack.enter_async_context(
+        Agent(directory, provider, tools=[lookup], embedder=_NoEmbedder(), config=config)
+    )
+
+    async def one_run() -> None:
+        session = await agent.open_session()
+        outcome = await session.send(PROMPT)
+        await session.close()
+        if outcome.text != FINAL_TEXT:
+            raise AssertionError(f"unexpected outcome: {outcome!r}")
+
+    await one_run()
+    return one_run
 
 
 def check_result(result: xai.QueryResult) -> None:
@@ -436,159 +518,283 @@ def check(text: str, text_chunks: int, requests: int) -> None:
         raise AssertionError(f"expected 2 requests per exchange, got {requests}")
 
 
-# -- measuring, in the child ---------------------------------------------------------------
+SETUPS: dict[Variant, Callable[[str, AsyncExitStack], Awaitable[OneRun]]] = {
+    "sdk": setup_sdk,
+    "floor": setup_floor,
+    "xai": setup_xai,
+    "session_once": setup_session_once,
+    "agent": setup_agent,
+}
 
 
-async def measure(variant: Variant, one_run: Callable[[], Awaitable[None]], plan: Plan) -> Figures:
-    """Client CPU (this process only) and wall time of ``plan.runs`` calls of ``one_run``."""
-    calls_before = lookup_calls()
-    gc.collect()
-    runs = 0
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    deadline = wall0 + plan.max_seconds
-    while runs < plan.runs:
-        await one_run()
-        runs += 1
-        if runs >= MIN_RUNS and time.perf_counter() > deadline:
-            break
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    if lookup_calls() - calls_before != runs:
-        raise AssertionError(f"the tool ran {lookup_calls() - calls_before} times in {runs} runs")
-    return Figures(
-        variant=variant,
-        runs=runs,
-        cpu_s=cpu,
-        wall_s=wall,
-        cpu_ms_per_run=cpu * 1000 / runs,
-        wall_ms_per_run=wall * 1000 / runs,
-    )
+# -- the worker: a child process that runs blocks of exchanges on request --------------------
 
 
-def child(variant: Variant, base_url: str, plan: Plan) -> int:
-    runners = {"sdk": run_sdk, "xai": run_xai, "floor": run_floor, "baseline": run_xai}
-    figures = anyio.run(runners[variant], base_url, plan, backend="asyncio")
-    if variant == "baseline":
-        figures = msgspec.structs.replace(figures, variant="baseline")
-    print(msgspec.json.encode(figures).decode(), flush=True)
-    return 0
+class Block(msgspec.Struct, frozen=True, kw_only=True):
+    """What a worker reports for one block: ``runs`` exchanges of one variant."""
+
+    variant: str
+    runs: int
+    cpu_s: float
+    wall_s: float
+
+
+async def serve(base_url: str, variants: Sequence[Variant], warmup: int) -> None:
+    """Set every variant up (each checks its first exchange), warm each up, say ``ready``,
+    then answer every ``run VARIANT N`` line on stdin with one ``Block`` line; ``stop``
+    ends it, once it has checked the tool ran once per exchange."""
+    async with AsyncExitStack() as stack:
+        runs: dict[Variant, OneRun] = {}
+        for variant in variants:
+            runs[variant] = await SETUPS[variant](base_url, stack)
+            for _ in range(warmup):
+                await runs[variant]()
+        gc.collect()
+        calls0, measured = lookup_calls(), 0
+        print("ready", flush=True)
+        while True:
+            words = (await anyio.to_thread.run_sync(sys.stdin.readline)).split()
+            if len(words) != 3 or words[0] != "run":
+                break
+            one_run, count = runs[words[1]], int(words[2])
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for _ in range(count):
+                await one_run()
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            measured += count
+            block = Block(variant=words[1], runs=count, cpu_s=cpu, wall_s=wall)
+            print(msgspec.json.encode(block).decode(), flush=True)
+        if lookup_calls() - calls0 != measured:
+            raise AssertionError(
+                f"the tool ran {lookup_calls() - calls0} times in {measured} exchanges"
+            )
+
+
+WORKER_TIMEOUT = 300.0
+"""Longest a worker may take to set up and warm up, or to run one block."""
+
+
+class Worker:
+    """A child process serving blocks of exchanges (``serve``), from this checkout or another."""
+
+    def __init__(
+        self, label: str, base_url: str, variants: Sequence[Variant], warmup: int, tree: str | None
+    ) -> None:
+        self.label = label
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        env = None
+        if tree is not None:
+            # The other checkout's xai first on the path; this file and _common stay ours.
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]),
+            }
+        args = ["--worker", ",".join(variants), "--base-url", base_url, "--warmup", str(warmup)]
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # the end
+
+    def _line(self) -> str:
+        while True:
+            try:
+                line = self.lines.get(timeout=WORKER_TIMEOUT)
+            except queue.Empty:
+                self.fail(f"said nothing for {WORKER_TIMEOUT:g}s")
+            if not line:
+                self.fail("ended early")
+            if line.startswith(("ready", "{")):
+                return line
+
+    def _say(self, line: str) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            self.fail("ended early")
+
+    def fail(self, what: str) -> NoReturn:
+        self.close()
+        self.stderr.seek(0)
+        sys.stderr.write(self.stderr.read().decode(errors="replace"))
+        raise RuntimeError(f"the {self.label} worker {what} (exit {self.process.returncode})")
+
+    def ready(self) -> None:
+        if self._line().strip() != "ready":
+            self.fail("did not say ready")
+
+    def run(self, variant: Variant, runs: int) -> Block:
+        self._say(f"run {variant} {runs}")
+        line = self._line()
+        try:
+            return msgspec.json.decode(line, type=Block)
+        except msgspec.DecodeError:
+            self.fail(f"said {line!r} instead of its figures")
+
+    def stop(self) -> None:
+        self._say("stop")
+        try:
+            code = self.process.wait(timeout=WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail("did not stop")
+        if code != 0:
+            self.fail("failed")
+        self.close()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
+        self.stderr.close()
 
 
 # -- orchestrating, in the parent ------------------------------------------------------------
 
+Unit = tuple[str, Variant]
+"""A worker's label (``new``, or a baseline's) and one of its variants."""
 
-def run_child(variant: Variant, base_url: str, plan: Plan, baseline: str | None) -> Figures:
-    args = ["--variant", variant, "--base-url", base_url, "--runs", str(plan.runs)]
-    args += ["--warmup", str(plan.warmup), "--max-seconds", str(plan.max_seconds)]
-    env = None
-    if variant == "baseline" and baseline is not None:
-        # The other checkout's xai first on the path; this file and _common stay ours.
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([baseline, os.environ.get("PYTHONPATH", "")]),
-        }
-    return _common.run_child(__file__, args, Figures, what=f"{variant} variant", env=env)
+RATIOS: tuple[tuple[str, Unit, Unit], ...] = (
+    ("xai_vs_sdk", ("new", "xai"), ("new", "sdk")),
+    ("xai_vs_floor", ("new", "xai"), ("new", "floor")),
+    ("floor_vs_sdk", ("new", "floor"), ("new", "sdk")),
+    ("session_once_vs_xai", ("new", "session_once"), ("new", "xai")),
+    ("agent_vs_sdk", ("new", "agent"), ("new", "sdk")),
+)
+"""The ratios of units in the same worker (``new``), each against its baseline unit."""
 
 
-def parent(plan: Plan, repeats: int, check_goal: bool, baseline: str | None = None) -> int:
+def blocks_per_round(plan: Plan) -> int:
+    return max(1, -(-plan.runs // BLOCK_RUNS))
+
+
+def parent(
+    plan: Plan,
+    repeats: int,
+    check_goal: bool,
+    baselines: Sequence[tuple[str, str]] = (),
+    variants: Sequence[Variant] = VARIANTS,
+) -> int:
+    """Rounds of fresh workers; in each, blocks of ``BLOCK_RUNS`` exchanges of every unit in
+    turn (the order alternating), so load that comes and goes weighs on every unit alike.
+    A ratio is taken per block (the two units ran within the same second or so) and the
+    figure is the median of those: a garbage collection or a burst of other work that hits
+    one block moves one ratio of many, not the figure."""
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     server = Server(build_script())
-    variants: tuple[Variant, ...] = (*VARIANTS, "baseline") if baseline else VARIANTS
-    results: dict[Variant, list[Figures]] = {v: [] for v in variants}
+    old_variants = [v for v in variants if v in BASELINE_VARIANTS]
+    units: list[Unit] = [("new", v) for v in variants]
+    units += [(label, v) for label, _ in baselines for v in old_variants]
+    cpu: dict[Unit, list[float]] = {u: [] for u in units}  # ms per exchange, per block
+    rounds: list[dict[Unit, list[float]]] = []
+    blocks = blocks_per_round(plan)
     try:
         base_url = server.start()
         print(f"server: {base_url} (a separate process; only client CPU is measured)")
         print(
             f"exchange: 1 tool call in {ARGUMENT_CHUNK_CHARS}-char argument deltas, then "
-            f"{TEXT_CHUNKS} text chunks, over 2 streamed requests; per process "
-            f"{plan.warmup} warm-up + {plan.runs} measured runs (capped at {plan.max_seconds:g}s); "
-            f"{repeats} rounds"
+            f"{TEXT_CHUNKS} text chunks, over 2 streamed requests; {repeats} rounds of fresh "
+            f"workers, each {plan.warmup} warm-up exchanges per variant, then {blocks} blocks "
+            f"of {BLOCK_RUNS} exchanges per unit, interleaved"
         )
-        if baseline:
-            print(f"baseline: xai from {baseline}, in the same rounds")
+        for label, tree in baselines:
+            print(f"baseline {label}: xai from {tree} ({', '.join(old_variants)})")
         for round_ in range(repeats):
-            order = variants if round_ % 2 == 0 else variants[::-1]
-            for variant in order:
-                figures = run_child(variant, base_url, plan, baseline)
-                results[variant].append(figures)
-                print(
-                    f"  round {round_ + 1} {variant}: {figures.cpu_ms_per_run:.3f} ms CPU/run, "
-                    f"{figures.wall_ms_per_run:.3f} ms wall/run ({figures.runs} runs)"
+            workers = {"new": Worker("new", base_url, variants, plan.warmup, None)}
+            for label, tree in baselines:
+                workers[label] = Worker(label, base_url, old_variants, plan.warmup, tree)
+            this_round: dict[Unit, list[float]] = {u: [] for u in units}
+            try:
+                for worker in workers.values():
+                    worker.ready()
+                started = time.perf_counter()
+                for block in range(blocks):
+                    order = units if block % 2 == 0 else units[::-1]
+                    for unit in order:
+                        figures = workers[unit[0]].run(unit[1], BLOCK_RUNS)
+                        this_round[unit].append(figures.cpu_s * 1000 / figures.runs)
+                    if block >= 1 and time.perf_counter() - started > plan.max_seconds * len(units):
+                        break
+                for worker in workers.values():
+                    worker.stop()
+            finally:
+                for worker in workers.values():
+                    worker.close()
+            rounds.append(this_round)
+            for unit in units:
+                cpu[unit].extend(this_round[unit])
+            print(
+                f"  round {round_ + 1}: "
+                + ", ".join(
+                    f"{label}:{v} {statistics.median(this_round[(label, v)]):.3f}"
+                    for label, v in units
                 )
+                + f" ms CPU/exchange (median of {len(this_round[units[0]])} blocks)"
+            )
     finally:
         server.stop()
 
-    def median(variant: Variant, wall: bool = False) -> float:
-        return statistics.median(
-            r.wall_ms_per_run if wall else r.cpu_ms_per_run for r in results[variant]
-        )
-
-    sdk_cpu, xai_cpu, floor_cpu = median("sdk"), median("xai"), median("floor")
-    sdk_wall, xai_wall = median("sdk", wall=True), median("xai", wall=True)
-    cpu_ratio = xai_cpu / sdk_cpu
-    floor_ratio = xai_cpu / floor_cpu
-    wall_ratio = xai_wall / sdk_wall
-
-    def per_round(base: Variant) -> str:
-        return ", ".join(
-            f"{b.cpu_ms_per_run / a.cpu_ms_per_run:.3f}"
-            for a, b in zip(results[base], results["xai"], strict=True)
-        )
-
-    measured = min(r.runs for rs in results.values() for r in rs)
-    met_sdk = cpu_ratio <= GOAL_RATIO
-    met_floor = floor_ratio <= GOAL_FLOOR_RATIO
-    print(f"sdk (a): {sdk_cpu:.3f} ms CPU/run, {sdk_wall:.3f} ms wall/run (median of {repeats})")
-    print(f"xai (b): {xai_cpu:.3f} ms CPU/run, {xai_wall:.3f} ms wall/run (median of {repeats})")
-    print(f"floor (c): {floor_cpu:.3f} ms CPU/run (bare httpx2 + msgspec; median of {repeats})")
-    print(
-        f"b/a CPU ratio: {cpu_ratio:.3f} (per round: {per_round('sdk')}; "
-        f"goal <= {GOAL_RATIO}: {'met' if met_sdk else 'NOT met'}); wall ratio: {wall_ratio:.3f}"
-    )
-    print(
-        f"b/c CPU ratio: {floor_ratio:.3f} (per round: {per_round('floor')}; "
-        f"goal <= {GOAL_FLOOR_RATIO}: {'met' if met_floor else 'NOT met'})"
-    )
-    if measured < plan.runs:
+    pairs = [(name, a, b) for name, a, b in RATIOS if a in cpu and b in cpu]
+    pairs += [
+        (f"{v}_vs_{label}", ("new", v), (label, v)) for label, _ in baselines for v in old_variants
+    ]
+    summary: dict[str, object] = {}
+    for label, v in units:
+        key = v if label == "new" else f"{label}_{v}"
+        summary[f"{key}_cpu_ms_per_run"] = round(statistics.median(cpu[(label, v)]), 4)
+    met = True
+    for name, a, b in pairs:
+        ratio, per_round = paired_ratio(cpu[a], cpu[b]), [paired_ratio(r[a], r[b]) for r in rounds]
+        goal = GOALS.get(name)
+        verdict = ""
+        if goal is not None:
+            met = met and ratio <= goal
+            verdict = f"; goal <= {goal}: {'met' if ratio <= goal else 'NOT met'}"
+        spread = max(per_round) - min(per_round)
+        low, high = median_ci([x / y for x, y in zip(cpu[a], cpu[b], strict=True)])
         print(
-            f"note: the {plan.max_seconds:g}s cap cut a process to {measured} measured runs; "
-            "exchanges are slow in wall time (is the server delaying its small writes?)"
+            f"{name}: {ratio:.3f} (per round: {', '.join(f'{r:.3f}' for r in per_round)}; "
+            f"spread {spread:.3f}; 95% interval of the median {low:.3f}-{high:.3f}{verdict})"
         )
-    summary: dict[str, object] = {
-        "sdk_cpu_ms_per_run": round(sdk_cpu, 4),
-        "xai_cpu_ms_per_run": round(xai_cpu, 4),
-        "floor_cpu_ms_per_run": round(floor_cpu, 4),
-        "xai_vs_sdk_cpu_ratio": round(cpu_ratio, 4),
-        "xai_vs_floor_cpu_ratio": round(floor_ratio, 4),
-        "floor_vs_sdk_cpu_ratio": round(floor_cpu / sdk_cpu, 4),
-        "sdk_wall_ms_per_run": round(sdk_wall, 4),
-        "xai_wall_ms_per_run": round(xai_wall, 4),
-        "xai_vs_sdk_wall_ratio": round(wall_ratio, 4),
+        summary[f"{name}_cpu_ratio"] = round(ratio, 4)
+        summary[f"{name}_cpu_ratio_spread"] = round(spread, 4)
+        summary[f"{name}_cpu_ratio_ci95"] = [round(low, 4), round(high, 4)]
+    if baselines:  # the name earlier runs of this bench used, for the first baseline
+        first = baselines[0][0]
+        if f"xai_vs_{first}_cpu_ratio" in summary:
+            summary["xai_vs_baseline_cpu_ratio"] = summary[f"xai_vs_{first}_cpu_ratio"]
+    summary |= {
         "goal_max_cpu_ratio": GOAL_RATIO,
         "goal_max_floor_ratio": GOAL_FLOOR_RATIO,
-    }
-    if baseline:
-        base_cpu = median("baseline")
-        base_ratio = xai_cpu / base_cpu
-        print(
-            f"b/baseline CPU ratio: {base_ratio:.3f} (per round: {per_round('baseline')}; "
-            f"baseline {base_cpu:.3f} ms CPU/run, xai from {baseline})"
-        )
-        summary |= {
-            "baseline_cpu_ms_per_run": round(base_cpu, 4),
-            "xai_vs_baseline_cpu_ratio": round(base_ratio, 4),
-            "baseline_vs_floor_cpu_ratio": round(base_cpu / floor_cpu, 4),
-            "baseline_vs_sdk_cpu_ratio": round(base_cpu / sdk_cpu, 4),
-        }
-    met = met_sdk and met_floor
-    summary |= {
         "goal_met": met,
-        "runs": plan.runs,
-        "runs_measured_min": measured,
+        "block_runs": BLOCK_RUNS,
+        "blocks": len(cpu[units[0]]),
         "warmup": plan.warmup,
         "repeats": repeats,
     }
     print(json.dumps(summary))
     return 1 if check_goal and not met else 0
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median over blocks of ``a``'s block against ``b``'s block of the same turn."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 def plan_parser(
@@ -621,22 +827,41 @@ def plan_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan
 def main(argv: Sequence[str] | None = None) -> int:
     parser = plan_parser(
         "Client CPU per exchange: xai's Query against a plain openai SDK loop.",
-        repeats_help="rounds per variant",
+        repeats_help="rounds of fresh worker processes",
     )
     parser.add_argument(
-        "--baseline", metavar="DIR", help="also run xai's Query from the checkout in DIR"
+        "--baseline",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="also run xai from the checkout in DIR, interleaved (repeatable)",
     )
-    parser.add_argument("--variant", choices=(*VARIANTS, "baseline"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"variants of this checkout to run (default {','.join(VARIANTS)})",
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     plan = plan_from(parser, args)
-    if args.variant is not None:
+    if args.worker is not None:
         if not args.base_url:
-            parser.error("--variant needs --base-url")
-        return child(args.variant, args.base_url, plan)
-    baseline = str(Path(args.baseline).resolve()) if args.baseline else None
-    if baseline is not None and not (Path(baseline) / "xai" / "__init__.py").is_file():
-        parser.error(f"--baseline {args.baseline}: no xai package there")
-    return parent(plan, args.repeats, args.check, baseline)
+            parser.error("--worker needs --base-url")
+        chosen = [v for v in args.worker.split(",") if v]
+        anyio.run(serve, args.base_url, chosen, plan.warmup, backend="asyncio")
+        return 0
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(SETUPS))
+    if unknown or "xai" not in variants:
+        parser.error(f"--variants: unknown {unknown} (and xai is always run)")
+    baselines: list[tuple[str, str]] = []
+    for given in args.baseline:
+        tree = Path(given).resolve()
+        if not (tree / "xai" / "__init__.py").is_file():
+            parser.error(f"--baseline {given}: no xai package there")
+        label = "".join(c if c.isalnum() else "_" for c in tree.name) or "baseline"
+        baselines.append((label, str(tree)))
+    return parent(plan, args.repeats, args.check, baselines, variants)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,20 @@ none of the SDK's, so ``on`` against ``api`` is what the SDK itself costs.
 
 The variants run in the same child process, in alternating blocks of 2
 exchanges (four Queries on one provider), so a machine that gets busier or quieter
-moves them alike; ``--repeats`` fresh processes do that, and the ratio reported is
-the median of their ratios.
+moves them alike; ``--repeats`` fresh processes do that. Each block's CPU is the
+main thread's (``time.thread_time()``), and a variant's ratio is the median, over
+every block of every process, of its block against the ``off`` block beside it:
+a garbage collection, a burst of other work or the span processor's export thread
+landing in one block moves one ratio of many, not the figure (the old figure, a
+ratio of whole-process totals, ranged 0.97-1.36 between quick runs). The goal is
+``api`` (xai's own work) <= 1.05; the SDK-inclusive figure is reported as the
+ratio of every thread's CPU (``time.process_time()``) over the whole process, which
+counts the export thread, median over the processes. Each figure's spread over the
+processes is in the output.
 
     python bench/tracing.py            # 300 runs per variant x 3 processes
     python bench/tracing.py --quick    # 50 runs x 3 processes
-    python bench/tracing.py --check    # exit 1 if the goal (on/off CPU <= 1.10) is not met
+    python bench/tracing.py --check    # exit 1 if the goal (api/off CPU <= 1.05) is not met
 
 The last line of output is one JSON object with the figures.
 """
@@ -40,7 +48,7 @@ from typing import Literal
 import _common
 import anyio
 import msgspec
-from _common import Server, exit_on_sigterm, lookup, lookup_calls
+from _common import Server, exit_on_sigterm, lookup, lookup_calls, median_ci
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -64,13 +72,14 @@ from xai.telemetry import Telemetry
 Variant = Literal["off", "api", "spans", "on"]
 VARIANTS: tuple[Variant, ...] = ("off", "api", "spans", "on")
 
-GOAL_RATIO = 1.10
 DEFAULT_MAX_SECONDS = 16.0
 MIN_RUNS = 20
 SPANS_PER_EXCHANGE = 3
 BLOCK = 2
 """Exchanges per variant before switching to the next: small, so load that comes and goes
 hits every variant alike."""
+GOAL_API_RATIO = 1.05
+"""xai's own cost of tracing, on OpenTelemetry's no-op providers (issue 35)."""
 
 
 class Dropped(SpanExporter):
@@ -94,6 +103,8 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
     api: Figures
     spans: Figures
     on: Figures
+    blocks: dict[str, list[float]]
+    """Each variant's CPU (ms, main thread) of every block, in the order they ran."""
 
 
 async def run(base_url: str, plan: Plan) -> Pair:
@@ -137,6 +148,7 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
     calls_before = lookup_calls()
     cpu: dict[Variant, float] = dict.fromkeys(VARIANTS, 0.0)
     wall: dict[Variant, float] = dict.fromkeys(VARIANTS, 0.0)
+    blocks: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     runs = 0
     gc.collect()
     deadline = time.perf_counter() + plan.max_seconds
@@ -145,13 +157,14 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
         order = VARIANTS if (runs // BLOCK) % 2 == 0 else VARIANTS[::-1]
         for variant in order:
             query = queries[variant]
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+            cpu0, wall0, own0 = time.process_time(), time.perf_counter(), time.thread_time()
             for _ in range(block):
                 result = await query.run((), PROMPT)
                 if result.rounds != 2 or result.error is not None:
                     check_result(result)
             cpu[variant] += time.process_time() - cpu0
             wall[variant] += time.perf_counter() - wall0
+            blocks[variant].append((time.thread_time() - own0) * 1000 / block)
         runs += block
         if runs >= MIN_RUNS and time.perf_counter() > deadline:
             break
@@ -168,7 +181,13 @@ async def measure(queries: dict[Variant, xai.Query], plan: Plan) -> Pair:
             wall_ms_per_run=wall[variant] * 1000 / runs,
         )
 
-    return Pair(off=figures("off"), api=figures("api"), spans=figures("spans"), on=figures("on"))
+    return Pair(
+        off=figures("off"),
+        api=figures("api"),
+        spans=figures("spans"),
+        on=figures("on"),
+        blocks=blocks,
+    )
 
 
 def child(base_url: str, plan: Plan) -> int:
@@ -187,6 +206,7 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     server = Server(build_script())
     results: dict[Variant, list[Figures]] = {variant: [] for variant in VARIANTS}
+    rounds: list[Pair] = []
     try:
         base_url = server.start()
         print(f"server: {base_url} (a separate process; only client CPU is measured)")
@@ -197,6 +217,7 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
         )
         for round_ in range(repeats):
             pair = run_child(base_url, plan)
+            rounds.append(pair)
             results["off"].append(pair.off)
             results["api"].append(pair.api)
             results["spans"].append(pair.spans)
@@ -235,29 +256,68 @@ def parent(plan: Plan, repeats: int, check_goal: bool) -> int:
             for a, b in zip(results["off"], results[variant], strict=True)
         )
 
-    spans_ratio, api_ratio = cpu_ratio_of("spans"), cpu_ratio_of("api")
-    met = cpu_ratio <= GOAL_RATIO
+    spans_total, api_total = cpu_ratio_of("spans"), cpu_ratio_of("api")
+    pairs = rounds
+
+    def block_ratios(variant: Variant, pair: Pair) -> list[float]:
+        return [b / a for a, b in zip(pair.blocks["off"], pair.blocks[variant], strict=True)]
+
+    def block_median(variant: Variant) -> tuple[float, list[float]]:
+        """The median of every block's ratio to the ``off`` block beside it (main thread's
+        CPU), over all processes; and each process's own median (the spread)."""
+        every = [r for pair in pairs for r in block_ratios(variant, pair)]
+        return statistics.median(every), [
+            statistics.median(block_ratios(variant, p)) for p in pairs
+        ]
+
+    api_ratio, api_rounds = block_median("api")
+    api_ci = median_ci([r for pair in pairs for r in block_ratios("api", pair)])
+    spans_ratio, spans_rounds = block_median("spans")
+    on_block, on_rounds = block_median("on")
+    met = api_ratio <= GOAL_API_RATIO
+
+    def spread(values: list[float]) -> float:
+        return max(values) - min(values)
+
+    def listed(values: list[float]) -> str:
+        return ", ".join(f"{v:.3f}" for v in values)
+
     print(f"tracing off: {off_cpu:.3f} ms CPU/run, {off_wall:.3f} ms wall/run")
-    print(f"no-op API:   {median('api'):.3f} ms CPU/run (api/off CPU ratio {api_ratio:.3f})")
-    print(f"spans only:  {median('spans'):.3f} ms CPU/run (spans/off CPU ratio {spans_ratio:.3f})")
-    print(f"tracing on:  {on_cpu:.3f} ms CPU/run, {on_wall:.3f} ms wall/run")
     print(
-        f"on/off CPU ratio: {cpu_ratio:.3f} (per round: "
-        f"{', '.join(f'{r:.3f}' for r in per_round)}; goal <= {GOAL_RATIO}: "
-        f"{'met' if met else 'NOT met'}); wall ratio: {wall_ratio:.3f}"
+        f"no-op API:   api/off {api_ratio:.3f} (median of {len(pairs[0].blocks['off'])} "
+        f"blocks x {len(pairs)}; per process {listed(api_rounds)}, spread "
+        f"{spread(api_rounds):.3f}; 95% interval of the median {api_ci[0]:.3f}-{api_ci[1]:.3f}; "
+        f"goal <= {GOAL_API_RATIO}: {'met' if met else 'NOT met'}); "
+        f"totals {api_total:.3f}"
+    )
+    print(
+        f"spans only:  spans/off {spans_ratio:.3f} (per process {listed(spans_rounds)}); "
+        f"totals {spans_total:.3f}"
+    )
+    print(
+        f"tracing on:  on/off {on_block:.3f} in the main thread (per process "
+        f"{listed(on_rounds)}); SDK-inclusive, every thread's CPU: {cpu_ratio:.3f} "
+        f"(per process {listed(per_round)}; {on_cpu:.3f} against {off_cpu:.3f} ms CPU/run); "
+        f"wall ratio {wall_ratio:.3f}"
     )
     summary = {
         "off_cpu_ms_per_run": round(off_cpu, 4),
         "on_cpu_ms_per_run": round(on_cpu, 4),
         "on_vs_off_cpu_ratio": round(cpu_ratio, 4),
+        "on_vs_off_cpu_ratio_spread": round(spread(per_round), 4),
+        "on_vs_off_main_thread_cpu_ratio": round(on_block, 4),
         "api_cpu_ms_per_run": round(median("api"), 4),
         "api_vs_off_cpu_ratio": round(api_ratio, 4),
+        "api_vs_off_cpu_ratio_spread": round(spread(api_rounds), 4),
+        "api_vs_off_total_cpu_ratio": round(api_total, 4),
+        "api_vs_off_cpu_ratio_ci95": [round(api_ci[0], 4), round(api_ci[1], 4)],
         "spans_cpu_ms_per_run": round(median("spans"), 4),
         "spans_vs_off_cpu_ratio": round(spans_ratio, 4),
+        "spans_vs_off_cpu_ratio_spread": round(spread(spans_rounds), 4),
         "off_wall_ms_per_run": round(off_wall, 4),
         "on_wall_ms_per_run": round(on_wall, 4),
         "on_vs_off_wall_ratio": round(wall_ratio, 4),
-        "goal_max_cpu_ratio": GOAL_RATIO,
+        "goal_max_api_cpu_ratio": GOAL_API_RATIO,
         "goal_met": met,
         "runs": plan.runs,
         "runs_measured_min": min(r.runs for rs in results.values() for r in rs),

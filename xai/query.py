@@ -327,12 +327,16 @@ class _Run:
 
     async def execute(self, token: CancelToken | None) -> QueryResult:
         outcome: tuple[StopReason, ErrorInfo | None] | None = None
-        scope = anyio.CancelScope()
-        if token is not None:
+        scope = None
+        if token is not None:  # without one nothing but our caller can cancel the run
+            scope = anyio.CancelScope()
             token.attach(scope)
         try:
-            with scope:
+            if scope is None:
                 outcome = await self.loop()
+            else:
+                with scope:
+                    outcome = await self.loop()
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside: keep the contract, then let the cancellation go on.
             await self.wind_up(StopReason.CANCELLED, None)
@@ -524,6 +528,8 @@ class _Run:
                 if isinstance(event, TextChunk):
                     text.append(event.text)
                     await self.publish(TextDelta(query_id=query_id, round=round_, text=event.text))
+                elif isinstance(event, ToolCallChunk):
+                    pass  # the provider assembles calls: ToolCallReady carries each whole
                 elif isinstance(event, ThinkingChunk):
                     thinking.append(event.text)
                     await self.publish(
@@ -538,14 +544,14 @@ class _Run:
                 elif isinstance(event, StreamFinished):
                     finish = event.reason
                     self.finished = event
-                elif isinstance(event, ToolCallChunk):
-                    pass  # the provider assembles calls: ToolCallReady carries each whole
                 else:
                     assert_never(event)
         finally:
             # Close the stream now (not whenever it is collected): it holds a connection.
+            # An async generator that ran to its end has closed already (no frame left):
+            # closing it again would only cost a shielded scope.
             aclose = getattr(events, "aclose", None)
-            if aclose is not None:
+            if aclose is not None and getattr(events, "ag_frame", True) is not None:
                 with anyio.move_on_after(5, shield=True):
                     await aclose()
             self.usage = self.usage + (usage if usage is not None else Usage(requests=1))

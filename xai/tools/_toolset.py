@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -50,6 +52,34 @@ def _render(value: Any) -> tuple[str, Any]:
         return text, text
 
 
+_DERIVED: weakref.WeakKeyDictionary[Callable[..., Any], Tool] = weakref.WeakKeyDictionary()
+"""What was derived from each plain function while it lives (a Tool without its function,
+so the entry does not keep the function alive): deriving a schema (signature, type hints,
+docstring, a msgspec struct) costs more than a whole turn's bookkeeping, and an
+application that opens a Session per request hands the same functions to every one
+(issue 35)."""
+
+
+def _unset(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a derived tool's template was called")
+
+
+def _tool_of(function: Callable[..., Any]) -> Tool:
+    """``Tool(function)``; for a plain function its schema is derived once."""
+    if not inspect.isfunction(function):  # a bound method is a new object at every access
+        return Tool(function)
+    template = _DERIVED.get(function)
+    if template is None:
+        made = Tool(function)
+        template = copy.copy(made)
+        template.function = _unset
+        _DERIVED[function] = template
+        return made
+    made = copy.copy(template)
+    made.function = function
+    return made
+
+
 class ToolSet:
     """Tools by name, the context bound to them, and how big a result may get.
 
@@ -87,7 +117,7 @@ class ToolSet:
         every tool (``True``), these names, or a function of the ``ToolCall``."""
         self._tools: dict[str, Tool] = {}
         for item in tools:
-            t = item if isinstance(item, Tool) else Tool(item)
+            t = item if isinstance(item, Tool) else _tool_of(item)
             if t.name in self._tools:
                 raise ToolDefinitionError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
