@@ -9,7 +9,7 @@ never happens after any part of an answer has been handed on.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -38,7 +38,6 @@ from xai.messages import (
     ToolSpec,
     UserMessage,
 )
-from xai.providers._direct import DirectSender, status_reason
 from xai.providers._estimate import estimate_prompt_tokens, fill_missing_usage
 from xai.providers._limit import RequestLimit
 from xai.providers._protocol import ProviderEvent, ProviderRequest
@@ -263,45 +262,6 @@ def _inferred_overflow(request: ProviderRequest) -> ContextTooLongError:
     )
 
 
-class _SendFailed(Exception):
-    """A direct send's failure, mapped as the SDK's exception would have been: the retry
-    loop treats it as it treats the SDK's (retried while nothing was streamed)."""
-
-    def __init__(self, error: ProviderError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-async def _checked(send: Awaitable[httpx2.Response], timeout_s: float) -> httpx2.Response:
-    """``send``'s response; for an HTTP error status (response closed) or a transport
-    failure, ``_SendFailed`` with the typed error the SDK's exception maps to."""
-    import httpx2
-
-    try:
-        response = await send
-    except httpx2.TimeoutException:
-        error: ProviderError = ProviderTimeoutError(
-            f"the model endpoint did not answer within {timeout_s}s", timeout=timeout_s
-        )
-    except httpx2.TransportError as exc:
-        detail = f"{type(exc).__name__}: {exc}"
-        error = ProviderConnectionError(redact(f"could not reach the model endpoint: {detail}"))
-    else:
-        if response.status_code < 400:
-            return response
-        try:
-            message, code = await status_reason(response)
-        finally:
-            await response.aclose()
-        error = error_for_status(
-            response.status_code,
-            message,
-            code=code,
-            retry_after=parse_retry_after(response.headers),
-        )
-    raise _SendFailed(error)
-
-
 class OpenAIProvider:
     """Streams Chat Completions from any OpenAI-compatible endpoint.
 
@@ -340,20 +300,12 @@ class OpenAIProvider:
         self._include_usage = include_usage
         self._extra_body = dict(extra_body) if extra_body else None
         self._owns_client = client is None
-        # Requests after the first go out on the provider's own HTTP client, built from
-        # the SDK's first request (see `xai.providers._direct`); never an injected client's.
-        self._direct: DirectSender | None = None
-        if client is None:
-            http = openai.DefaultAsyncHttpxClient(timeout=config.timeout)
-            client = openai.AsyncOpenAI(
-                api_key=config.api_key or "not-needed",
-                base_url=config.base_url,
-                timeout=config.timeout,
-                max_retries=0,  # our own loop retries, and only before anything was streamed
-                http_client=http,
-            )
-            self._direct = DirectSender(http)
-        self._client = client
+        self._client = client or openai.AsyncOpenAI(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,  # our own loop retries, and only before anything was streamed
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> OpenAIProvider:
@@ -447,33 +399,16 @@ class OpenAIProvider:
 
         limit_s = self._config.request_limit
         limit = None if limit_s is None else RequestLimit(limit_s, self._read_timeout())
-        content = _encode(params)
-        direct = self._direct
-        send = self._direct_send(direct, path, content) if direct is not None else None
-        if send is not None:
-            response = await (send if limit is None else limit.bounded(send))
-        else:
-            post = self._client.post(
-                path, cast_to=httpx2.Response, content=content, options=options, stream=True
-            )
-            response = await (post if limit is None else limit.bounded(post))
-            if direct is not None:
-                direct.learn(path, response, self._client.api_key)
+        post = self._client.post(
+            path, cast_to=httpx2.Response, content=_encode(params), options=options, stream=True
+        )
+        response = await (post if limit is None else limit.bounded(post))
         body = response.aiter_bytes()
         if path == _RESPONSES:
             pieces = body if limit is None else limit.guard(body)
             return response, body, fill_missing_usage(decode_responses(pieces), request)
         content_type = response.headers.get("content-type")
         return response, body, decode_body(body, content_type, request=request, limit=limit)
-
-    def _direct_send(
-        self, direct: DirectSender, path: str, content: bytes
-    ) -> Awaitable[httpx2.Response] | None:
-        """The direct send of ``content`` (``None`` before the SDK sent the first request
-        to ``path``); its failures raise ``_SendFailed``."""
-        if not direct.knows(path, self._client.api_key):
-            return None
-        return _checked(direct.send(path, content), self._config.timeout)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         import httpx2
@@ -509,8 +444,6 @@ class OpenAIProvider:
                 return
             except EmptyAnswerError:
                 error = _inferred_overflow(request)
-            except _SendFailed as exc:
-                error = exc.error
             except ProviderError:
                 raise
             except (openai.APIError, httpx2.HTTPError) as exc:
