@@ -60,6 +60,7 @@ from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedErro
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, ForgetScope, IndexStore, LongTermMemory
 from xai.messages import CandidateKind, Origin
+from xai.mood import MoodState
 from xai.providers import Provider
 from xai.session import Hub, OverflowPolicy, Session, SessionConfig, Subscription, SystemPrompt
 from xai.tools import Tool, ToolSet
@@ -153,12 +154,14 @@ class Agent(AsyncContextManagerMixin):
             provider=provider,
             config=self.config.session,
             tools=lambda: self._tools,
-            persona=lambda: self._persona.render(),
+            persona=lambda: self._persona,
             telemetry=self._session_telemetry,
             clock=self.clock.now,
             publish=self._publish,
             adjudication=self._adjudication,
             changed=lambda n, user: self.scheduler.sessions_changed(n, user_opened=user),
+            mood=self.config.mood,
+            notify=self.notify,
         )
 
     @property
@@ -186,6 +189,11 @@ class Agent(AsyncContextManagerMixin):
                 await anyio.to_thread.run_sync(save_persona, self.directory / "persona.md", current)
                 if self._persona is current:
                     self._persona_unsaved = False
+
+    @property
+    def mood(self) -> MoodState:
+        """The user's and the Agent's mood now, decayed since last set (docs/mood.md)."""
+        return self._sessions.mood.state()
 
     @property
     def sessions(self) -> dict[str, Session]:

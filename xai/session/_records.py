@@ -12,6 +12,7 @@ import msgspec
 
 from xai.events import CompactionMethod
 from xai.messages import CloseReason, MemoryCandidate, Message, TurnOutcome, Usage, UserMessage
+from xai.mood import MoodDelta
 from xai.session._prompt import SystemPrompt
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "HeaderRecord",
     "InputRecord",
     "MessageRecord",
+    "MoodRecord",
     "Record",
     "ReportedRecord",
     "TurnEndRecord",
@@ -104,6 +106,14 @@ class CandidatesRecord(_Record, frozen=True, tag="candidates"):
     candidates: tuple[MemoryCandidate, ...]
 
 
+class MoodRecord(_Record, frozen=True, tag="mood"):
+    """What turn ``turn`` changed in the user's and the Agent's mood (no delta: it changed
+    nothing). One per turn with mood on: a reopen estimates a turn that has none."""
+
+    turn: int
+    deltas: tuple[MoodDelta, ...] = ()
+
+
 class ReportedRecord(_Record, frozen=True, tag="reported"):
     candidate_ids: tuple[str, ...]
 
@@ -139,6 +149,7 @@ Record: TypeAlias = (
     | DroppedRecord
     | CompactedRecord
     | CandidatesRecord
+    | MoodRecord
     | ReportedRecord
     | UsageRecord
     | ClosingRecord
