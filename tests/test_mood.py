@@ -199,15 +199,30 @@ async def test_a_session_closed_again_after_a_restart_is_not_digested_twice(
         after = agent.mood
     # As if the kill fell between the ledger line and the journal's `closed`: the journal
     # is cut back before its close, so the restart closes the Session (hook) once more.
-    journal = tmp_path / "sessions" / session.id / "journal.jsonl"
-    lines = journal.read_bytes().splitlines(keepends=True)
-    journal.write_bytes(b"".join(line for line in lines if b'"kind":"closed"' not in line))
-    (tmp_path / "sessions" / session.id / "totals.json").unlink(missing_ok=True)
+    unclose(tmp_path / "sessions" / session.id)
     async with Agent(tmp_path, provider, clock=clock) as agent:
         for open_one in list(agent.sessions.values()):
             await open_one.close()
         assert agent.mood == after
     assert [e.session_id for e in read_mood_ledger(tmp_path)] == [session.id]
+    # Reopened so, it may go on: only the turns it has since are digested then.
+    unclose(tmp_path / "sessions" / session.id)
+    async with Agent(tmp_path, provider, clock=clock) as agent:
+        (reopened,) = agent.sessions.values()
+        await say(reopened, HAPPY)
+        await reopened.close()
+    first, second = read_mood_ledger(tmp_path)
+    assert first.session_id == second.session_id == session.id
+    assert {d.turn for d in second.deltas} == {2} and second.before == first.after
+
+
+def unclose(directory: Path) -> None:
+    """Cut a Session's journal back to before its ``closed`` record."""
+    journal = directory / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(line for line in lines if b'"kind":"closed"' not in line))
+    (directory / "totals.json").unlink(missing_ok=True)
+    (directory.parent / "closed.list").unlink(missing_ok=True)
 
 
 async def test_decay_is_computed_when_read(

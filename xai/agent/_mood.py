@@ -5,8 +5,10 @@ mood ledger, ``mood/ledger.jsonl`` under the Agent's directory: one line per Ses
 digested (``MoodEntry``: the deltas it reported, the mood before and after). That line is
 the one decision per Session; it is written (and synced) before the Session's finalising
 hook returns, so a Session recorded closed was digested, and one a kill left open is
-digested when it closes after the restart. A Session already in the ledger is never
-digested twice.
+digested when it closes after the restart. A turn already in the ledger is never digested
+twice: a Session the kill caught between its ledger line and its journal's close is
+reopened, and when it closes again only the turns it had since are digested (a second
+line for it, the only case there is one).
 
 Nothing here runs while the Agent is idle: the ledger is read when the mood is first
 needed, and decay toward the baseline is computed when the mood is read. It is handed its
@@ -88,14 +90,18 @@ class AgentMood:
         self.directory, self.config, self.persona, self.clock = directory, config, persona, clock
         self.publish, self.notify = publish, notify
         self._last: MoodEntry | None = None
-        self._digested: set[str] | None = None  # read from the ledger when first needed
+        self._digested: dict[str, set[int]] | None = None  # from the ledger, when first needed
         self._lock: anyio.Lock | None = None
 
-    def _load(self) -> set[str]:
+    def _load(self) -> dict[str, set[int]]:
+        """Session id -> the turns of it already digested."""
         if self._digested is None:
             entries = read_mood_ledger(self.directory, repair=True)
             self._last = entries[-1] if entries else None
-            self._digested = {e.session_id for e in entries}
+            digested: dict[str, set[int]] = {}
+            for entry in entries:
+                digested.setdefault(entry.session_id, set()).update(d.turn for d in entry.deltas)
+            self._digested = digested
         return self._digested
 
     def stored(self) -> MoodState:
@@ -137,14 +143,17 @@ class AgentMood:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            digested = await anyio.to_thread.run_sync(self._load)
-            if context.session_id in digested:
+            done = (await anyio.to_thread.run_sync(self._load)).setdefault(
+                context.session_id, set()
+            )
+            deltas = tuple(d for d in context.mood if d.turn not in done)
+            if not deltas:
                 return
             now, config = self.clock(), self.config
             before = self.stored()
             after = fold(
                 before,
-                context.mood,
+                deltas,
                 user_baseline=Mood(),
                 agent_baseline=self.persona().baseline(),
                 half_life=config.half_life,
@@ -159,20 +168,20 @@ class AgentMood:
                 at=now,
                 before=before,
                 after=after,
-                deltas=context.mood,
+                deltas=deltas,
                 low_notified=low or same_spell,
             )
             await anyio.to_thread.run_sync(self._append, entry)
             self._last = entry
-            digested.add(context.session_id)
+            done.update(d.turn for d in deltas)
         self.publish(
             context.session_id,
-            MoodChanged(scope="agent", user=after.user, agent=after.agent, deltas=context.mood),
+            MoodChanged(scope="agent", user=after.user, agent=after.agent, deltas=deltas),
         )
         _log.info(
             "agent.mood_digested",
             session_id=context.session_id,
-            deltas=len(context.mood),
+            deltas=len(deltas),
             user_valence=round(after.user.valence, 3),
             agent_valence=round(after.agent.valence, 3),
         )
