@@ -45,11 +45,11 @@ import pytest
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import judge_adds
+from xai.agent._mood import read_mood_ledger
 from xai.memory import JUDGE_MARKER
 from xai.messages import UserMessage
 from xai.session import JOURNAL_FILE, read_journal
 from xai.session._journal import read_records
-from xai.agent._mood import read_mood_ledger
 from xai.session._records import InputRecord, MoodRecord, TurnEndRecord, TurnStartRecord
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
