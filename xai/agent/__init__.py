@@ -12,6 +12,7 @@ from xai.agent._host_api import (
     Forget,
     GetFact,
     GetFacts,
+    GetMood,
     GetSession,
     GetUsage,
     HostCall,
@@ -44,6 +45,8 @@ from xai.agent._host_views import (
     WakeupView,
 )
 from xai.agent._lifecycle import AgentState
+from xai.agent._mood import MoodEntry
+from xai.agent._mood_view import MoodView, SessionMoodView
 from xai.agent._persona import Persona
 from xai.agent._scheduler import Builder, Scheduler
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
@@ -82,6 +85,7 @@ __all__ = [
     "Forget",
     "GetFact",
     "GetFacts",
+    "GetMood",
     "GetSession",
     "GetUsage",
     "HostCall",
@@ -93,6 +97,8 @@ __all__ = [
     "Idle",
     "ListSessions",
     "ListWakeups",
+    "MoodEntry",
+    "MoodView",
     "Notify",
     "OnEvent",
     "Open",
@@ -106,6 +112,7 @@ __all__ = [
     "Scheduler",
     "SearchMemory",
     "SessionInfo",
+    "SessionMoodView",
     "SessionStream",
     "SessionSummary",
     "SessionUsage",

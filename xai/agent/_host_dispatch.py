@@ -26,6 +26,7 @@ from xai.agent._host_api import (
     Forget,
     GetFact,
     GetFacts,
+    GetMood,
     GetSession,
     GetUsage,
     HostCall,
@@ -52,6 +53,7 @@ from xai.agent._host_views import (
     usage_report,
     wakeup_views,
 )
+from xai.agent._mood_view import mood_view
 from xai.events import AgentEvent, SessionEvent
 from xai.exceptions import (
     AgentNotFoundError,
@@ -78,6 +80,7 @@ AgentRequest = (
     | PauseWakeup
     | Notify
     | GetUsage
+    | GetMood
 )
 """The requests about one running Agent (``call_agent``)."""
 
@@ -162,6 +165,8 @@ async def _handle(agent: Agent, request: AgentRequest) -> object:
             return agent.notify(request.name)
         case GetUsage():
             return await usage_report(agent)
+        case GetMood():
+            return await mood_view(agent, request.limit)
     assert_never(request)
 
 

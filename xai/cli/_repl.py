@@ -20,7 +20,18 @@ from typing import assert_never
 
 import anyio
 
-from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState, call_agent
+from xai.agent import (
+    Agent,
+    At,
+    Cron,
+    Every,
+    GetMood,
+    ListSessions,
+    Wakeup,
+    WakeupState,
+    call_agent,
+)
+from xai.cli._mood import mood_lines
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended, turn_done
 from xai.config import LLMConfig
@@ -47,6 +58,7 @@ HELP = """commands:
   /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
   /wake remove ID            remove a wake-up
   /usage                     tokens used
+  /mood                      the user's and the agent's mood, and what moved it
   /quit                      leave (Ctrl-D too); Ctrl-C cancels a running answer"""
 
 
@@ -111,6 +123,10 @@ class Repl:
         elif name == "/usage":
             session_usage = self.session.usage if self.session is not None else None
             self.render.line(f"this conversation: {usage_line(session_usage)}")
+        elif name == "/mood":  # the host API's request, as the web page shows it
+            view = await call_agent(agent, GetMood(agent_id=agent.id, limit=5))
+            for text in mood_lines(view, self.session.mood if self.session else None):
+                self.render.line(text)
         else:
             self.render.line(f"unknown command {name}; /help lists them")
         return True
