@@ -113,12 +113,14 @@ async def test_get_mood_reports_what_conversations_moved(tmp_path: Path) -> None
     leaves the user's valence below zero (issue 30)."""
     provider = ScriptedProvider()
     provider.script.add_responder(demo_model)
-    async with Agent(tmp_path, provider, config=rules()) as agent:
-        async with Client(agent_mcp_server(agent)) as client:
-            before = data(await client.call_tool("get_mood", {}))
-            assert before["user_valence"] == 0.0 and before["last_digest_at"] is None
-            said = "This is awful, I hate how everything keeps failing."
-            answer = data(await client.call_tool("send_message", {"text": said}))
-            await client.call_tool("close_session", {"session_id": answer["session_id"]})
-            after = data(await client.call_tool("get_mood", {}))
+    async with (
+        Agent(tmp_path, provider, config=rules()) as agent,
+        Client(agent_mcp_server(agent)) as client,
+    ):
+        before = data(await client.call_tool("get_mood", {}))
+        assert before["user_valence"] == 0.0 and before["last_digest_at"] is None
+        said = "This is awful, I hate how everything keeps failing."
+        answer = data(await client.call_tool("send_message", {"text": said}))
+        await client.call_tool("close_session", {"session_id": answer["session_id"]})
+        after = data(await client.call_tool("get_mood", {}))
     assert after["enabled"] and after["user_valence"] < 0 and after["last_digest_at"]
