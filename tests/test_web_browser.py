@@ -552,7 +552,7 @@ def test_mood_over_time_and_the_deltas_that_moved_it(page: Page, shots: Path) ->
     expect(rows.first).to_contain_text("lexicon")
     expect(page.locator("#mood-user")).to_contain_text("valence +0.")
     expect(page.locator("#mood-chart svg path.mood-user")).to_be_attached()
-    summary = re.compile(r"^The user's valence after each conversation: [+−]\d\.\d\d")
+    summary = re.compile(r"^The user's valence after each conversation: [+\u2212]\d\.\d\d")
     expect(page.locator("#mood-chart svg")).to_have_attribute("aria-label", summary)
     page.screenshot(path=shots / "mood.png", full_page=True)
 
