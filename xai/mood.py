@@ -66,6 +66,9 @@ CONTAGION = 0.3
 """The Agent's own mood follows the user's valence by this share (emotional contagion)."""
 LEXICON_CONFIDENCE = 0.6
 _EMOTION_FLOOR = 0.05
+_NO_EMOTIONS: dict[str, float] = {}
+"""Shared by every mood this module makes without emotions (never mutated: the structs are
+frozen and every change builds a new dict), so an idle Session's copy costs no empty dicts."""
 
 
 class Mood(msgspec.Struct, frozen=True, kw_only=True):
@@ -156,7 +159,7 @@ def decayed(mood: Mood, baseline: Mood, elapsed: float, half_life: float) -> Moo
     return Mood(
         valence=baseline.valence + (mood.valence - baseline.valence) * keep,
         arousal=baseline.arousal + (mood.arousal - baseline.arousal) * keep,
-        emotions=emotions,
+        emotions=emotions or _NO_EMOTIONS,
     )
 
 
@@ -173,7 +176,7 @@ def apply_delta(mood: Mood, delta: MoodDelta) -> Mood:
     return Mood(
         valence=_clamp(mood.valence + delta.valence * weight),
         arousal=_clamp(mood.arousal + delta.arousal * weight),
-        emotions=emotions,
+        emotions=emotions or _NO_EMOTIONS,
     )
 
 
@@ -305,6 +308,7 @@ def estimate_deltas(
         who="user",
         valence=round(valence, 4),
         arousal=round(arousal, 4),
+        emotions=_NO_EMOTIONS,
         confidence=LEXICON_CONFIDENCE,
         evidence=evidence,
         turn=turn,
@@ -313,6 +317,7 @@ def estimate_deltas(
     agent = MoodDelta(
         who="agent",
         valence=round(valence * CONTAGION, 4),
+        emotions=_NO_EMOTIONS,
         confidence=LEXICON_CONFIDENCE,
         evidence=evidence,
         turn=turn,

@@ -38,7 +38,17 @@ def user_said(messages: Iterable[Message]) -> list[tuple[str, str]]:
 class SessionMood:
     """The Session's copy of the mood (seed + deltas) and the style line it calls for."""
 
-    __slots__ = ("clock", "context", "deltas", "hub", "key", "recorded", "recorder", "seed")
+    __slots__ = (
+        "clock",
+        "context",
+        "deltas",
+        "hub",
+        "key",
+        "latest",
+        "recorded",
+        "recorder",
+        "seed",
+    )
 
     def __init__(
         self,
@@ -53,8 +63,10 @@ class SessionMood:
     ) -> None:
         self.seed = seed
         self.deltas: list[MoodDelta] = list(deltas)
-        self.recorded: set[int] = set(recorded)
-        """Turns whose mood is in the journal."""
+        self.recorded = frozenset(recorded)
+        """Turns whose mood the journal had when the Session was made."""
+        self.latest = 0
+        """The last turn recorded since (turns are recorded in order, catch-up first)."""
         self.context, self.recorder, self.hub, self.clock = context, recorder, hub, clock
         self.key: StyleKey = "neutral"
         self.key = style_key(self.state().user, seed.threshold)
@@ -94,7 +106,7 @@ class SessionMood:
     ) -> tuple[MoodDelta, ...]:
         """Record what turn ``turn`` (its ``messages``) changed: ``given`` deltas (from the
         extraction request), else the offline estimate. Once per turn."""
-        if turn in self.recorded:
+        if turn in self.recorded or turn <= self.latest:
             return ()
         said = user_said(messages)
         now = self.clock()
@@ -105,7 +117,7 @@ class SessionMood:
         else:
             deltas = estimate_deltas(said, turn=turn, at=now)
         await self.recorder.commit(MoodRecord(turn=turn, deltas=deltas))
-        self.recorded.add(turn)
+        self.latest = turn
         if not deltas:
             return deltas
         self.deltas.extend(deltas)
