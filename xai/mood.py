@@ -57,7 +57,7 @@ it reaches out."""
 
 # The offline estimator's constants, chosen on the "tune" half of
 # tests/data/mood_exchanges.jsonl only (bench/mood.py reports the other half).
-DEAD_ZONE = 0.25
+DEAD_ZONE = 0.1
 """|VADER compound| below this moves nothing: the exchange leaves the mood the same."""
 VALENCE_GAIN = 0.5
 """A compound of 1 moves the user's valence by this much (at the estimator's confidence)."""
@@ -288,7 +288,7 @@ def _emphasis(text: str) -> float:
 
 
 def estimate_deltas(
-    said: Sequence[tuple[str, str]], *, turn: int, at: float
+    said: Sequence[tuple[str, str]], *, turn: int, at: float, dead_zone: float = DEAD_ZONE
 ) -> tuple[MoodDelta, ...]:
     """The deltas one turn's user-origin messages (``(id, text)`` pairs) give, read with
     VADER: the user's (valence from the compound score beyond a dead zone; arousal from
@@ -298,7 +298,7 @@ def estimate_deltas(
         return ()
     compounds = [_scores(text)["compound"] for _, text in said]
     compound = math.fsum(compounds) / len(compounds)
-    if abs(compound) < DEAD_ZONE:
+    if abs(compound) < dead_zone:
         return ()
     emphasis = max(_emphasis(text) for _, text in said)
     arousal = AROUSAL_GAIN * (abs(compound) + emphasis) / 2 - AROUSAL_GAIN / 4
