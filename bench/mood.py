@@ -37,7 +37,8 @@ def predict(text: str, dead_zone: float) -> str:
 
 
 def accuracy(rows: list[dict[str, Any]], dead_zone: float) -> float:
-    return sum(predict(r["user"], dead_zone) == r["label"] for r in rows) / len(rows)
+    right: int = sum(predict(str(r["user"]), dead_zone) == r["label"] for r in rows)
+    return right / len(rows)
 
 
 def choose(rows: list[dict[str, Any]]) -> float:

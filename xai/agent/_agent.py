@@ -7,6 +7,7 @@ Everything an Agent has lives under one directory::
     persona.md            the persona (L3)
     schedules.json        the wake-ups
     memory/ledger.jsonl   every memory decision (the truth)
+    mood/ledger.jsonl     the mood, one digest per finished Session (docs/mood.md)
     memory/index/         the chromadb index of facts (derived, repaired on start)
     sessions/<id>/        one journal per Session (parents and children alike)
 

@@ -41,6 +41,7 @@ class SessionMood:
     __slots__ = (
         "clock",
         "context",
+        "current",
         "deltas",
         "hub",
         "key",
@@ -68,21 +69,28 @@ class SessionMood:
         self.latest = 0
         """The last turn recorded since (turns are recorded in order, catch-up first)."""
         self.context, self.recorder, self.hub, self.clock = context, recorder, hub, clock
+        self.current = self._fold(seed.state, self.deltas)
+        """The seed with every delta applied (kept up to date: a turn folds only its own)."""
         self.key: StyleKey = "neutral"
-        self.key = style_key(self.state().user, seed.threshold)
+        self.key = style_key(self.current.user, seed.threshold)
         self._restyle()
 
-    def state(self, now: float | None = None) -> MoodState:
-        """The Session's mood: the seed with every delta applied (decayed to ``now``)."""
+    def _fold(
+        self, state: MoodState, deltas: Iterable[MoodDelta], now: float | None = None
+    ) -> MoodState:
         seed = self.seed
         return fold(
-            seed.state,
-            self.deltas,
+            state,
+            deltas,
             user_baseline=seed.user_baseline,
             agent_baseline=seed.agent_baseline,
             half_life=seed.half_life,
             now=now,
         )
+
+    def state(self, now: float | None = None) -> MoodState:
+        """The Session's mood: the seed with every delta applied (decayed to ``now``)."""
+        return self._fold(self.current, (), now)
 
     def _restyle(self) -> bool:
         """Put the style line for ``key`` in the system prompt; True if it changed."""
@@ -121,7 +129,7 @@ class SessionMood:
         if not deltas:
             return deltas
         self.deltas.extend(deltas)
-        state = self.state()
+        self.current = state = self._fold(self.current, deltas)
         key = style_key(state.user, self.seed.threshold, self.key)
         style: str | None = None
         if key != self.key:
