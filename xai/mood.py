@@ -27,6 +27,10 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 __all__ = [
+    "AROUSAL_GAIN",
+    "CONTAGION",
+    "DEAD_ZONE",
+    "LEXICON_CONFIDENCE",
     "MOOD_LOW_EVENT",
     "Mood",
     "MoodConfig",
@@ -36,6 +40,7 @@ __all__ = [
     "MoodState",
     "MoodStyles",
     "StyleKey",
+    "VALENCE_GAIN",
     "Who",
     "apply_delta",
     "baseline_of",
