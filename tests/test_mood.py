@@ -380,3 +380,35 @@ def test_the_query_knows_nothing_of_mood() -> None:
 
     source = Path(xai.query.__file__).read_text()
     assert "mood" not in source.lower()
+
+
+async def test_a_turn_whose_mood_record_a_kill_lost_is_estimated_on_reopen(
+    tmp_path: Path, scripted: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """The kill fell between the turn's end and its ``mood`` record: the reopened Session
+    estimates that turn (offline), once; the turns that have their record are left alone."""
+    clock = FakeClock()
+    async with Agent(tmp_path, provider, clock=clock) as agent:
+        session = await agent.open_session("a")
+        await say(session, HAPPY)
+        await say(session, SAD)
+        await agent.suspend()
+    journal = tmp_path / "sessions" / session.id / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    last_mood = max(i for i, line in enumerate(lines) if b'"kind":"mood"' in line)
+    journal.write_bytes(b"".join(lines[:last_mood] + lines[last_mood + 1 :]))
+    assert JournalView.read(journal).mood_turns == {1}
+    async with Agent(tmp_path, provider, clock=clock) as agent:
+        (reopened,) = agent.sessions.values()
+        view = JournalView.read(journal)
+        assert view.mood_turns == {1, 2}
+        assert [(d.turn, d.who) for d in view.mood] == [
+            (1, "user"),
+            (1, "agent"),
+            (2, "user"),
+            (2, "agent"),
+        ]
+        assert reopened.mood is not None and reopened.mood.user.valence < 0.3
+        await reopened.close()
+    (entry,) = read_mood_ledger(tmp_path)
+    assert sorted({d.turn for d in entry.deltas}) == [1, 2]
