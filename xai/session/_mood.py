@@ -123,7 +123,11 @@ class SessionMood:
         elif given is not None:
             deltas = given
         else:
-            deltas = estimate_deltas(said, turn=turn, at=now)
+            try:
+                deltas = estimate_deltas(said, turn=turn, at=now)
+            except Exception:  # the estimator's failure costs the delta, never the Session
+                _log.warning("session.mood_estimate_failed", turn=turn, exc_info=True)
+                deltas = ()
         await self.recorder.commit(MoodRecord(turn=turn, deltas=deltas))
         self.latest = turn
         if not deltas:
