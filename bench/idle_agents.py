@@ -26,9 +26,14 @@ Rust core is invisible to it) per Agent, by the package that made them.
 ``--max-agents K`` passes the cap to the host (an xai with eviction): the Agents past it are
 suspended as the run goes, so the figures are those of K running Agents and N - K suspended.
 
+``--mood-ab K`` adds what mood (issue 30) costs an idle Agent, measured in the same run: K
+idle Agents (one Session, one turn each) with mood off, then K with mood on, their Python
+allocations per Agent (tracemalloc, for this part only) and RSS per Agent:
+``mood_python_kib_per_agent_on/off`` and ``mood_python_kib_per_agent_diff``.
+
 Ends with one JSON line (snake_case; ratios named ``*_ratio``). Run::
 
-    python bench/idle_agents.py [--agents 200] [--sessions 200] [--max-agents K]
+    python bench/idle_agents.py [--agents 200] [--sessions 200] [--max-agents K] [--mood-ab K]
 
 Not for tests (it starts hundreds of Agents); ``--agents 20`` is a quick look.
 """
@@ -52,6 +57,7 @@ import anyio
 
 from xai.agent import AgentConfig, AgentHost, OpenSession
 from xai.memory import default_embedder
+from xai.mood import MoodConfig
 from xai.session import EXTRACTION_MARKER, Session
 from xai.testing import Reply, ScriptedProvider
 
@@ -181,6 +187,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="xai-bench-agents-") as tmp:
         root = Path(tmp)
         session_kib = await idle_sessions(provider, root / "bare", args.sessions)
+        mood = (
+            await mood_footprint(provider, embedder, root / "mood", args.mood_ab)
+            if args.mood_ab
+            else {}
+        )
         host = AgentHost(
             root / "agents",
             lambda _: provider,
@@ -239,7 +250,47 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "extrapolated_10k_agents_gib": round(
                 (before.rss_kib + 10_000 * rss_kib) / (1024 * 1024), 2
             ),
+            **mood,
         }
+
+
+async def mood_footprint(
+    provider: ScriptedProvider, embedder: Any, root: Path, count: int
+) -> dict[str, float]:
+    """Python KiB (and RSS KiB) per idle Agent with mood off, then on: hosts of their own."""
+    out: dict[str, float] = {}
+    tracing = tracemalloc.is_tracing()
+    for name, mood in (("off", MoodConfig(enabled=False)), ("on", MoodConfig())):
+        config = AgentConfig(mood=mood)
+        async with AgentHost(
+            root / name, lambda _: provider, embedder=embedder, config=config
+        ) as host:
+
+            async def one(agent_id: str) -> None:
+                await host.agent(agent_id)
+                info = await host.open_session(agent_id, OpenSession())
+                await host.send(agent_id, info.session_id, "Thanks, that is great news!")
+                agent = await host.agent(agent_id)
+                while not all(s.idle for s in agent.sessions.values()):  # extraction, mood done
+                    await anyio.wait_all_tasks_blocked()
+
+            await one("warm")
+            if not tracing:
+                tracemalloc.start()
+            gc.collect()
+            before_rss, before = status()["VmRSS"], tracemalloc.get_traced_memory()[0]
+            for i in range(count):
+                await one(f"{name}{i}")
+            gc.collect()
+            after_rss, after = status()["VmRSS"], tracemalloc.get_traced_memory()[0]
+            if not tracing:
+                tracemalloc.stop()
+        out[f"mood_python_kib_per_agent_{name}"] = round((after - before) / count / 1024, 2)
+        out[f"mood_rss_kib_per_agent_{name}"] = round((after_rss - before_rss) / count, 1)
+    out["mood_python_kib_per_agent_diff"] = round(
+        out["mood_python_kib_per_agent_on"] - out["mood_python_kib_per_agent_off"], 2
+    )
+    return out
 
 
 def parse() -> argparse.Namespace:
@@ -247,6 +298,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=200, help="idle Sessions, the baseline")
     parser.add_argument("--max-agents", type=int, default=None, help="AgentHost's cap")
+    parser.add_argument(
+        "--mood-ab", type=int, default=0, help="idle Agents with mood off, then on (issue 30)"
+    )
     parser.add_argument(
         "--tracemalloc",
         action="store_true",

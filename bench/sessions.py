@@ -119,12 +119,13 @@ from _common import Server, exit_on_sigterm, lookup, lookup_calls
 import xai
 from xai.events import EventsDropped, SessionEvent, TurnDone
 from xai.messages import Message, TurnOutcome, TurnStatus, UserMessage
+from xai.mood import MoodSeed, MoodState, MoodStyles
 from xai.providers import Provider, ProviderRequest
-from xai.session import Session, SessionConfig
+from xai.session import Session, SessionConfig, SystemPrompt
 from xai.testing import Reply, Rule, Script, ScriptedCall, ScriptedProvider
 
 CpuVariant = Literal[
-    "query", "bare_session", "session", "session_once", "journal_off", "journal_turn"
+    "query", "bare_session", "session", "session_once", "journal_off", "journal_turn", "mood"
 ]
 CPU_VARIANTS: tuple[CpuVariant, ...] = (
     "query",
@@ -133,8 +134,15 @@ CPU_VARIANTS: tuple[CpuVariant, ...] = (
     "session_once",
     "journal_off",
     "journal_turn",
+    "mood",
 )
-HTTP_VARIANTS: tuple[CpuVariant, ...] = ("query", "bare_session", "session", "session_once")
+HTTP_VARIANTS: tuple[CpuVariant, ...] = (
+    "query",
+    "bare_session",
+    "session",
+    "session_once",
+    "mood",
+)
 """The variants run over HTTP unless ``--http-variants`` says otherwise."""
 Child = Literal[CpuVariant, "idle", "crowd", "events"]
 CHILDREN: tuple[Child, ...] = (*CPU_VARIANTS, "idle", "crowd", "events")
@@ -145,6 +153,16 @@ Transport = Literal["http", "inproc"]
 MODEL = "bench-model"
 
 PROMPT = "What will the weather be in Reykjavik over the next three days?"
+MOOD_PROMPT = "Great news, thanks! What's the weather in Reykjavik for 3 days?"
+"""The ``mood`` variant's input: as long as ``PROMPT``, and glad, so every turn moves the
+user's mood (a delta recorded, ``MoodChanged`` fanned out, the style line changed once)."""
+MOOD_SYSTEM = SystemPrompt(mood=MoodSeed(state=MoodState(), styles=MoodStyles()))
+"""What an Agent with mood on hands its Sessions (docs/mood.md), with no style lines: the
+variants here have no system prompt, and a style line would add one to every request (under
+an Agent it is a line more in the persona's). Extraction stays off, so the offline estimator
+(VADER) reads every input."""
+GOAL_MOOD_RATIO = 1.03
+"""A Session with mood on against the same Session with it off (issue 30)."""
 TOOL_NAME = "lookup"
 TOOL_ARGUMENTS = {"city": "Reykjavik", "unit": "celsius", "days": 3, "detail": True}
 ARGUMENT_CHUNK_CHARS = 8
@@ -431,15 +449,17 @@ async def session_block(
     config: SessionConfig,
     directory: Path | None,
     observed: bool,
+    mood: bool = False,
 ) -> None:
     cpu0 = time.process_time()
+    system, prompt = (MOOD_SYSTEM, MOOD_PROMPT) if mood else (None, PROMPT)
     async with anyio.create_task_group() as group:
-        session = Session(provider, tools=TOOLS, config=config, directory=directory)
+        session = Session(provider, tools=TOOLS, config=config, directory=directory, system=system)
         await group.start(session.run)
         tallies = watch(session, group, config.event_buffer) if observed else []
         cpu1, wall1 = time.process_time(), time.perf_counter()
         for _ in range(turns):
-            outcome = await session.send(PROMPT)
+            outcome = await session.send(prompt)
             if outcome.status is not TurnStatus.COMPLETED or outcome.text != FINAL_TEXT:
                 check_outcome(outcome)
         await caught_up(tallies, turns)
@@ -530,7 +550,8 @@ async def serve_cpu(variant: CpuVariant, plan: Plan, provider: Provider) -> None
         else:
             directory = workdir / f"s{blocks}" if variant.startswith("journal") else None
             observed = variant != "bare_session"
-            await session_block(provider, turns, totals, config, directory, observed)
+            mood = variant == "mood"
+            await session_block(provider, turns, totals, config, directory, observed, mood)
 
     async def turns(count: int, totals: _Totals) -> None:
         while totals.turns < count:
@@ -998,6 +1019,20 @@ def cpu_report(
             f"{transport} session_once/query CPU ratio: {once:.3f} (a Session opened, used for "
             f"one turn and closed, start and close included; {verdict})"
         )
+    if "mood" in results and "session" in results:
+        mood_ratio = _median(
+            [
+                m.cpu_ms_per_turn / o.cpu_ms_per_turn
+                for m, o in zip(results["mood"], results["session"], strict=True)
+            ]
+        )
+        verdict = "goal met" if mood_ratio <= GOAL_MOOD_RATIO else "goal NOT met"
+        print(
+            f"{transport} mood on/off CPU ratio: {mood_ratio:.3f} (a Session with mood on "
+            f"against the same without; goal <= {GOAL_MOOD_RATIO}: {verdict})"
+        )
+        summary[f"{key}mood_vs_session_cpu_ratio"] = round(mood_ratio, 4)
+        summary[f"{key}goal_max_mood_cpu_ratio"] = GOAL_MOOD_RATIO
     others = [v for v in variants if v != "query"]
     summary.update(
         {f"{key}{v}_cpu_ms_per_turn": round(cpu[v], 4) for v in variants}

@@ -41,6 +41,8 @@ from xai.session import Session, SessionConfig, SessionState, Subscription
 from xai.tools import ToolContext, tool
 
 MAX_SESSIONS = 3
+FEELINGS = ("", "", " great, thanks so much!", " this is awful and I hate it.")
+"""Said after some inputs: each moves the user's mood (a delta journaled with its turn)."""
 
 
 def log(path: Path, line: str) -> None:
@@ -128,7 +130,8 @@ async def _step(agent: Agent, rng: random.Random, root: Path, step: int) -> None
             return
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(["plain", "tool", "tool", "tools2", "approve", "mixed"])
-        _send(session, root, f"{kind}:{step}:{rng.randrange(10**6)}")
+        feeling = rng.choice(FEELINGS)
+        _send(session, root, f"{kind}:{step}:{rng.randrange(10**6)}{feeling}")
 
 
 def _send(session: Session, root: Path, text: str) -> None:

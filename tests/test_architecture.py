@@ -84,6 +84,9 @@ LAYERS: dict[str, int] = {
     "_redact": 0,
     "exceptions": 0,
     "messages": 0,
+    # The mood values and their arithmetic (issue 30): a leaf, so that events carry them
+    # and the Session and the Agent share them; the Query never imports it.
+    "mood": 0,
 }
 
 # Violations found in files this branch does not own, waiting for their fix (issue 13).

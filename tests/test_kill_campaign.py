@@ -13,7 +13,9 @@ Sessions opened and closed. The parent kills it at a random moment, at least
 - no request the model server received broke the Chat Completions rules
   (the test server checks every request);
 - every memory candidate any Session journaled was decided exactly once, and
-  every Session's journal ends closed.
+  every Session's journal ends closed;
+- every mood delta any Session journaled (one ``mood`` record per turn at most) is in the
+  Agent's mood ledger exactly once, and each ledger line follows the one before it.
 
 The seed is ``XAI_CAMPAIGN_SEED`` (default 13); a failure prints it.
 
@@ -44,6 +46,7 @@ import pytest
 
 from tests.session_helpers import extraction_responder, is_side_request, last_content
 from tests.test_agent import judge_adds
+from xai.agent._mood import read_mood_ledger
 from xai.memory import JUDGE_MARKER
 from xai.messages import ApprovalDecision, UserMessage
 from xai.session import JOURNAL_FILE, journal_events, read_journal
@@ -52,6 +55,7 @@ from xai.session._records import (
     ApprovalAskedRecord,
     ApprovalDecidedRecord,
     InputRecord,
+    MoodRecord,
 )
 from xai.testing import OpenAIWireServer, Reply, ScriptedCall
 
@@ -141,8 +145,13 @@ def _check(root: Path) -> None:
     journals = sorted((root / "agent" / "sessions").glob(f"*/{JOURNAL_FILE}"))
     started: set[str] = set()
     candidates: set[str] = set()
+    moods: Counter[tuple[str, int]] = Counter()  # (session, turn) -> mood deltas journaled
+    mood_records: Counter[tuple[str, int]] = Counter()
     for journal in journals:
         for record in read_records(journal):
+            if isinstance(record, MoodRecord):
+                mood_records[(journal.parent.name, record.turn)] += 1
+                moods[(journal.parent.name, record.turn)] += len(record.deltas)
             message = getattr(record, "message", None)
             if isinstance(message, UserMessage):
                 started.add(message.id)
@@ -171,10 +180,24 @@ def _check(root: Path) -> None:
     twice = sorted(c for c, n in decided.items() if n > 1)
     assert not lost_candidates, f"{len(lost_candidates)} candidates never decided (seed {SEED})"
     assert not twice, f"candidates decided twice: {twice} (seed {SEED})"
+    recorded_twice = sorted(key for key, n in mood_records.items() if n > 1)
+    assert not recorded_twice, f"turns whose mood was recorded twice: {recorded_twice}"
+    ledger = read_mood_ledger(root / "agent")
+    digested: Counter[tuple[str, int]] = Counter()
+    for before, entry in zip([None, *ledger], ledger, strict=False):
+        digested.update((entry.session_id, d.turn) for d in entry.deltas)
+        assert before is None or entry.before == before.after, "a mood digest was lost"
+    journaled = +moods
+    assert journaled, "no mood delta was journaled"
+    assert digested == journaled, (
+        f"mood deltas lost {sorted(journaled - digested)} or digested twice "
+        f"{sorted(digested - journaled)} (seed {SEED})"
+    )
     print(  # the campaign's figures, shown with `pytest -s`
         f"kill campaign, seed {SEED}: {KILLS} kills, {len(journals)} sessions, "
         f"{len(acked)} inputs acknowledged (0 lost), {len(starts)} tool calls (0 run twice), "
-        f"{len(candidates)} candidates (each decided once), {held}"
+        f"{len(candidates)} candidates (each decided once), {held}, "
+        f"{sum(journaled.values())} mood deltas in {len(ledger)} digests (each digested once)"
     )
 
 

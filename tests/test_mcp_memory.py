@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from xai.agent import Agent, AgentConfig
 from xai.mcp import agent_mcp_server
 from xai.memory import Embedder, MemoryConfig, local_minilm
-from xai.testing import ScriptedProvider
+from xai.testing import ScriptedProvider, demo_model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -106,3 +106,21 @@ async def test_concurrent_remembers_are_decided_in_one_pass(tmp_path: Path) -> N
     # Before: one adjudication (one embedding call) per request, 30 in all.
     # Now: the first alone at most (if it was taken before the others came), then the rest.
     assert sum(embedder.calls) == 30 and len(embedder.calls) <= 2, embedder.calls
+
+
+async def test_get_mood_reports_what_conversations_moved(tmp_path: Path) -> None:
+    """``get_mood`` answers the host API's ``GetMood``: a sad conversation, closed over MCP,
+    leaves the user's valence below zero (issue 30)."""
+    provider = ScriptedProvider()
+    provider.script.add_responder(demo_model)
+    async with (
+        Agent(tmp_path, provider, config=rules()) as agent,
+        Client(agent_mcp_server(agent)) as client,
+    ):
+        before = data(await client.call_tool("get_mood", {}))
+        assert before["user_valence"] == 0.0 and before["last_digest_at"] is None
+        said = "This is awful, I hate how everything keeps failing."
+        answer = data(await client.call_tool("send_message", {"text": said}))
+        await client.call_tool("close_session", {"session_id": answer["session_id"]})
+        after = data(await client.call_tool("get_mood", {}))
+    assert after["enabled"] and after["user_valence"] < 0 and after["last_digest_at"]

@@ -25,9 +25,10 @@ from xai.agent import Agent, AgentConfig, Persona
 from xai.exceptions import ToolError
 from xai.memory import JUDGE_MARKER
 from xai.messages import TurnStatus
+from xai.mood import MoodSeed, MoodState
 from xai.providers import OpenAIProvider
 from xai.query import CancelToken, Query, QueryConfig
-from xai.session import HELPER_INSTRUCTIONS, Session, SessionConfig
+from xai.session import HELPER_INSTRUCTIONS, Session, SessionConfig, SystemPrompt
 from xai.telemetry import Telemetry
 from xai.testing import HttpError, OpenAIWireServer, Reply, ScriptedCall, ScriptedProvider
 
@@ -651,3 +652,21 @@ async def test_the_users_own_span_is_the_parent_of_a_turn(traces: Traces) -> Non
     turn = traces.one("xai.session.turn")
     assert turn.parent is not None and app.context is not None
     assert turn.parent.span_id == app.context.span_id
+
+
+async def test_the_extraction_span_says_what_the_turn_did_to_the_mood(traces: Traces) -> None:
+    """With mood (issue 30), the extraction span carries where the turn's delta came from
+    and the user's valence change."""
+    provider = ScriptedProvider()
+
+    def respond(body: Mapping[str, Any]) -> Reply | None:
+        return extraction_responder(body) or Reply(text="glad to hear it")
+
+    provider.script.add_responder(respond)
+    system = SystemPrompt(mood=MoodSeed(state=MoodState()))
+    config = SessionConfig(extract_memory=True)
+    async with Session(provider, config=config, system=system, telemetry=traces.telemetry) as s:
+        await s.send("Thank you, this is wonderful news!")
+    (extraction,) = traces.named("xai.session.extraction")
+    assert attrs(extraction)["xai.mood.source"] == "lexicon"  # the reply had no mood
+    assert attrs(extraction)["xai.mood.user_valence_delta"] > 0

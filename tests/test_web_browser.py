@@ -533,6 +533,30 @@ def test_usage_per_session_and_day(page: Page, shots: Path) -> None:
     page.screenshot(path=shots / "usage.png", full_page=True)
 
 
+def test_mood_over_time_and_the_deltas_that_moved_it(page: Page, shots: Path) -> None:
+    """The Mood view (issue 30): the mood now, a chart of the user's valence after each
+    digested conversation, and each Session's deltas; it follows ``mood_changed`` live."""
+    open_session(page, "good news")
+    send(page, "Thank you so much, this is wonderful and I love it!")
+    expect(turn_of(page, "this is wonderful")).to_have_attribute("data-status", "completed")
+    session = page.locator("#session-line").inner_text().removeprefix("Session ")
+    page.get_by_role("tab", name="Mood").click()
+    expect(page.locator("#mood-baseline")).to_contain_text("valence +0.00")
+    page.get_by_role("tab", name="Chat").click()
+    page.get_by_role("button", name="Close Session").click()
+    expect(page.locator("#transcript")).to_contain_text("Session closed")
+    page.get_by_role("tab", name="Mood").click()
+    rows = page.locator(f'#mood-deltas tbody tr[data-session="{session}"]')
+    expect(rows.first).to_be_visible()
+    expect(rows.filter(has_text="user").first).to_contain_text("+0.")
+    expect(rows.first).to_contain_text("lexicon")
+    expect(page.locator("#mood-user")).to_contain_text("valence +0.")
+    expect(page.locator("#mood-chart svg path.mood-user")).to_be_attached()
+    summary = re.compile(r"^The user's valence after each conversation: [+\u2212]\d\.\d\d")
+    expect(page.locator("#mood-chart svg")).to_have_attribute("aria-label", summary)
+    page.screenshot(path=shots / "mood.png", full_page=True)
+
+
 def test_the_page_mounted_under_a_prefix_uses_only_its_own_urls(
     browser: Browser, site: Site
 ) -> None:
@@ -622,7 +646,13 @@ def test_keyboard_and_phone_width(page: Page, shots: Path) -> None:
     expect(page.get_by_role("tab", name="Memory")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#view-memory")).to_be_visible()
     page.keyboard.press("ArrowLeft")
-    for name in ("Memory", "Wake-ups", "Usage", "Chat"):  # each view, full of the tests' data
+    for name in (
+        "Memory",
+        "Wake-ups",
+        "Usage",
+        "Mood",
+        "Chat",
+    ):  # each view, full of the tests' data
         tab = page.get_by_role("tab", name=name)
         tab.click()
         expect(tab).to_have_attribute("aria-selected", "true")

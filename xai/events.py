@@ -32,6 +32,7 @@ from xai.messages import (
     TurnOutcome,
     UserMessage,
 )
+from xai.mood import Mood, MoodDelta
 
 __all__ = [
     "AgentEvent",
@@ -47,6 +48,7 @@ __all__ = [
     "JournalQuarantined",
     "MemoryDecided",
     "MessageCommitted",
+    "MoodChanged",
     "QueryDone",
     "QueryEvent",
     "SessionClosed",
@@ -200,12 +202,27 @@ class EventsDropped(_SessionEventBody, frozen=True, tag="events_dropped"):
     last_seq: int
 
 
+class MoodChanged(_SessionEventBody, frozen=True, kw_only=True, tag="mood_changed"):
+    """A mood moved: a Session's copy after a turn (``scope="session"``, ``turn`` set), or
+    the Agent's own when it digested a finished Session (``scope="agent"``). ``user`` and
+    ``agent`` are the moods after ``deltas``; ``style`` is the new style line when it
+    changed (``None``: unchanged)."""
+
+    scope: Literal["session", "agent"] = "session"
+    user: Mood
+    agent: Mood
+    deltas: tuple[MoodDelta, ...] = ()
+    turn: int | None = None
+    style: str | None = None
+
+
 SessionEventBody: TypeAlias = (
     QueryEvent
     | TurnStarted
     | TurnDone
     | Compacted
     | CandidatesProposed
+    | MoodChanged
     | SessionFinalizing
     | SessionClosed
     | SessionFailed
@@ -285,7 +302,13 @@ class WakeupSkipped(_AgentEventBody, frozen=True, tag="wakeup_skipped"):
 
 
 AgentEventBody: TypeAlias = (
-    SessionOpened | SessionEnded | MemoryDecided | JournalQuarantined | WakeupFired | WakeupSkipped
+    SessionOpened
+    | SessionEnded
+    | MemoryDecided
+    | JournalQuarantined
+    | WakeupFired
+    | WakeupSkipped
+    | MoodChanged
 )
 
 

@@ -135,6 +135,11 @@ async def test_memory_extraction_and_the_judge_decide_or_fail_typed(
     state = read_journal(tmp_path / "sessions" / session.id / JOURNAL_FILE)
     assert state.closed  # the Session closed: its candidates (if any) were decided
     assert all(f.evidence for f in facts)  # whatever was learnt names what it came from
+    # The mood delta rode in the same request: parsed (source "model"), or the lexicon's
+    # when the answer had none or a bad one; recorded once for the turn either way.
+    assert state.mood_turns == {1}
+    assert all(-1 <= d.valence <= 1 and -1 <= d.arousal <= 1 for d in state.mood)
+    assert {d.source for d in state.mood} <= {"model", "lexicon"}
 
 
 def _keep_failure(event: SessionEvent, into: list[SessionFailed]) -> None:

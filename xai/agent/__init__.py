@@ -13,6 +13,7 @@ from xai.agent._host_api import (
     Forget,
     GetFact,
     GetFacts,
+    GetMood,
     GetSession,
     GetUsage,
     HostCall,
@@ -46,6 +47,8 @@ from xai.agent._host_views import (
     WakeupView,
 )
 from xai.agent._lifecycle import AgentState
+from xai.agent._mood import MoodEntry
+from xai.agent._mood_view import MoodView, SessionMoodView
 from xai.agent._persona import Persona
 from xai.agent._scheduler import Builder, Scheduler
 from xai.agent._streams import DEFAULT_REPLAY_EVENTS, SessionStream
@@ -85,6 +88,7 @@ __all__ = [
     "Forget",
     "GetFact",
     "GetFacts",
+    "GetMood",
     "GetSession",
     "GetUsage",
     "HostCall",
@@ -97,6 +101,8 @@ __all__ = [
     "ListApprovals",
     "ListSessions",
     "ListWakeups",
+    "MoodEntry",
+    "MoodView",
     "Notify",
     "OnEvent",
     "Open",
@@ -110,6 +116,7 @@ __all__ = [
     "Scheduler",
     "SearchMemory",
     "SessionInfo",
+    "SessionMoodView",
     "SessionStream",
     "SessionSummary",
     "SessionUsage",

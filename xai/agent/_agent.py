@@ -7,6 +7,7 @@ Everything an Agent has lives under one directory::
     persona.md            the persona (L3)
     schedules.json        the wake-ups
     memory/ledger.jsonl   every memory decision (the truth)
+    mood/ledger.jsonl     the mood, one digest per finished Session (docs/mood.md)
     memory/index/         the chromadb index of facts (derived, repaired on start)
     sessions/<id>/        one journal per Session (parents and children alike)
 
@@ -60,6 +61,7 @@ from xai.exceptions import AgentBusyError, ConfigurationError, SessionClosedErro
 from xai.logs import bind_ids, get_logger
 from xai.memory import Decision, Embedder, ForgetScope, IndexStore, LongTermMemory
 from xai.messages import CandidateKind, Origin
+from xai.mood import MoodState
 from xai.providers import Provider
 from xai.session import Hub, OverflowPolicy, Session, SessionConfig, Subscription, SystemPrompt
 from xai.tools import Tool, ToolSet
@@ -155,12 +157,14 @@ class Agent(AsyncContextManagerMixin):
             provider=provider,
             config=self.config.session,
             tools=lambda: self._tools,
-            persona=lambda: self._persona.render(),
+            persona=lambda: self._persona,
             telemetry=self._session_telemetry,
             clock=self.clock.now,
             publish=self._publish,
             adjudication=self._adjudication,
             changed=lambda n, user: self.scheduler.sessions_changed(n, user_opened=user),
+            mood=self.config.mood,
+            notify=self.notify,
         )
 
     @property
@@ -188,6 +192,11 @@ class Agent(AsyncContextManagerMixin):
                 await anyio.to_thread.run_sync(save_persona, self.directory / "persona.md", current)
                 if self._persona is current:
                     self._persona_unsaved = False
+
+    @property
+    def mood(self) -> MoodState:
+        """The user's and the Agent's mood now, decayed since last set (docs/mood.md)."""
+        return self._sessions.mood.state()
 
     @property
     def sessions(self) -> dict[str, Session]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 
 from xai.memory import Embedder, IndexStore, LongTermMemory, MemoryConfig, default_embedder
+from xai.mood import MoodConfig
 from xai.providers import Provider
 from xai.query import QueryConfig
 from xai.session import SessionConfig
@@ -48,6 +49,8 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     sync_ledger: bool = True
     """fsync each memory decision (a power cut loses none)."""
     event_buffer: int = 10_000
+    mood: MoodConfig = MoodConfig()
+    """The user's and the Agent's mood across Sessions (``MoodConfig(enabled=False)``: off)."""
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "session", with_turn_cap(self.session))

@@ -42,6 +42,7 @@ from xai.agent._host_views import (
     WakeupView,
 )
 from xai.agent._ids import check_id
+from xai.agent._mood_view import MoodView
 from xai.agent._wakeups import Wakeup
 from xai.events import AgentEvent, SessionEvent
 from xai.memory import Fact, MemoryHit
@@ -56,6 +57,7 @@ __all__ = [
     "Forget",
     "GetFact",
     "GetFacts",
+    "GetMood",
     "GetSession",
     "GetUsage",
     "HostCall",
@@ -288,6 +290,14 @@ class GetUsage(HostCall[UsageReport], frozen=True, kw_only=True, tag="usage"):
     answer: ClassVar[Any] = UsageReport
 
 
+class GetMood(HostCall[MoodView], frozen=True, kw_only=True, tag="mood"):
+    """The user's and the Agent's mood now, and the last ``limit`` Session digests."""
+
+    answer: ClassVar[Any] = MoodView
+
+    limit: int = 200
+
+
 # -- streams ---------------------------------------------------------------------------
 
 
@@ -327,6 +337,7 @@ HostRequest: TypeAlias = (
     | PauseWakeup
     | Notify
     | GetUsage
+    | GetMood
 )
 """Every request answered with one value (a tagged union: ``op`` names it on the wire)."""
 

@@ -27,6 +27,7 @@ from xai.agent._host_api import (
     Forget,
     GetFact,
     GetFacts,
+    GetMood,
     GetSession,
     GetUsage,
     HostCall,
@@ -55,6 +56,7 @@ from xai.agent._host_views import (
     usage_report,
     wakeup_views,
 )
+from xai.agent._mood_view import mood_view
 from xai.events import AgentEvent, SessionEvent
 from xai.exceptions import (
     AgentNotFoundError,
@@ -83,6 +85,7 @@ AgentRequest = (
     | PauseWakeup
     | Notify
     | GetUsage
+    | GetMood
 )
 """The requests about one running Agent (``call_agent``)."""
 
@@ -177,6 +180,8 @@ async def _handle(agent: Agent, request: AgentRequest) -> object:
             return agent.notify(request.name)
         case GetUsage():
             return await usage_report(agent)
+        case GetMood():
+            return await mood_view(agent, request.limit)
     assert_never(request)
 
 

@@ -7,6 +7,7 @@ The file is markdown with a small front matter of ``key: value`` lines::
     role: a gardening assistant
     tone: warm and brief
     language: English
+    temperament: calm
     ---
     Free-form notes: values, habits, what it knows about itself.
 
@@ -23,10 +24,11 @@ import msgspec
 
 from xai._files import write_atomic
 from xai.exceptions import ConfigurationError
+from xai.mood import Mood, MoodStyles, baseline_of
 
 __all__ = ["Persona", "load_persona", "save_persona"]
 
-_FIELDS = ("name", "role", "tone", "language")
+_FIELDS = ("name", "role", "tone", "language", "temperament")
 
 
 class Persona(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,8 +37,32 @@ class Persona(msgspec.Struct, frozen=True, kw_only=True):
     tone: str = "friendly and concise"
     language: str = ""
     """The language to answer in; empty means the user's."""
+    temperament: str = ""
+    """Where the Agent's own mood rests (its baseline): ``even`` (the default), ``cheerful``,
+    ``calm``, ``lively``, ``serious``, ``melancholic`` or ``"valence, arousal"``."""
     notes: str = ""
     """Markdown: anything else the Agent knows about itself."""
+
+    def __post_init__(self) -> None:
+        try:
+            baseline_of(self.temperament)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+
+    def baseline(self) -> Mood:
+        """The Agent's resting mood, from its temperament."""
+        return baseline_of(self.temperament)
+
+    def mood_styles(self) -> MoodStyles:
+        """How this persona adapts to the user's mood: one line per state (the Session's
+        system prompt carries the one the user's mood calls for; none when neutral)."""
+        return MoodStyles(
+            positive="The user is in good spirits: match their energy, keep it light.",
+            low="The user seems low: be gentle and patient, acknowledge how they feel, "
+            "keep answers short and practical.",
+            tense="The user seems frustrated or stressed: stay calm, skip pleasantries, "
+            "go straight to what helps.",
+        )
 
     def render(self) -> str:
         """The persona as system-prompt text."""
@@ -48,7 +74,11 @@ class Persona(msgspec.Struct, frozen=True, kw_only=True):
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        head = "\n".join(f"{field}: {getattr(self, field)}" for field in _FIELDS)
+        head = "\n".join(
+            f"{field}: {getattr(self, field)}"
+            for field in _FIELDS
+            if field != "temperament" or self.temperament
+        )
         return f"---\n{head}\n---\n{self.notes.strip()}\n"
 
 

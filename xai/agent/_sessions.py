@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+import msgspec
 
 from xai.agent._adjudication import Adjudication, Publish
 from xai.agent._jobs import Job
+from xai.agent._mood import AgentMood
+from xai.agent._persona import Persona
 from xai.agent._resume import list_done
 from xai.events import (
     CandidatesProposed,
@@ -34,6 +37,7 @@ from xai.events import (
 from xai.exceptions import AgentNotRunningError, DiskFullError, SessionClosedError
 from xai.logs import bind_ids
 from xai.messages import CloseReason, new_id
+from xai.mood import MoodConfig
 from xai.providers import Provider
 from xai.session import (
     HELPER_INSTRUCTIONS,
@@ -63,12 +67,14 @@ class SessionSet:
         provider: Provider,
         config: SessionConfig,
         tools: Callable[[], ToolSet],
-        persona: Callable[[], str],
+        persona: Callable[[], Persona],
         telemetry: Callable[[], Telemetry | None],
         clock: Callable[[], float],
         publish: Publish,
         adjudication: Adjudication,
         changed: Callable[[int, bool], None],
+        mood: MoodConfig,
+        notify: Callable[[str, object], int],
     ) -> None:
         self.agent_id = agent_id
         self.root = directory / "sessions"
@@ -81,6 +87,8 @@ class SessionSet:
         self._publish = publish
         self._adjudication = adjudication
         self._changed = changed  # (open Sessions, opened by the user): the scheduler's idle
+        self.mood = AgentMood(directory, mood, persona, clock, publish, notify)
+        """The mood the Agent carries: each Session starts from a copy and is digested here."""
         self._open: dict[str, Session] = {}
         self._stalled: set[str] = set()
         """Sessions stopped by a full disk: not recorded closed, resumed from their journals
@@ -126,6 +134,8 @@ class SessionSet:
     ) -> Session:
         """A new Session of the Agent's (not started)."""
         session_id = new_id()
+        if parent is None and system.mood is None:  # the injection: a copy of the mood
+            system = msgspec.structs.replace(system, mood=self.mood.seed())
         return Session(
             self.provider,
             tools=self._tools(),
@@ -143,7 +153,7 @@ class SessionSet:
     async def spawn_child(self, parent: Session, task: str) -> Session:
         """Delegation under an Agent: the child is the Agent's too (events, memory, close)."""
         self.check_open()
-        system = SystemPrompt(instructions=HELPER_INSTRUCTIONS, persona=self._persona())
+        system = SystemPrompt(instructions=HELPER_INSTRUCTIONS, persona=self._persona().render())
         child = self.make(system, parent.config, parent=parent)
         await self.start(child, SessionOpened(purpose=task, origin="agent", parent_id=parent.id))
         return child
@@ -220,7 +230,9 @@ class SessionSet:
         return forward
 
     async def _finalizing(self, context: FinalizingContext) -> None:
-        """A Session is closing: its unacknowledged candidates are decided before it goes."""
+        """A Session is closing: its mood deltas are digested, and its unacknowledged
+        candidates decided, before it goes."""
+        await self.mood.digest(context)
         await self._adjudication.finalizing(context, self._open.get(context.session_id))
 
     # -- ending ----------------------------------------------------------------------

@@ -22,6 +22,7 @@ from xai.events import (
     JournalQuarantined,
     MemoryDecided,
     MessageCommitted,
+    MoodChanged,
     QueryDone,
     SessionClosed,
     SessionEnded,
@@ -161,6 +162,9 @@ class Renderer:
             self._end_line()
         elif isinstance(body, TurnStarted):
             self._problem = None  # each turn says what went wrong with it (once)
+        elif isinstance(body, MoodChanged):
+            if body.style is not None:  # shown only when the style line changes (/mood tells more)
+                self.line(f"{tag}{self.dim}[mood: {body.style or 'neutral'}]{self.reset}")
         elif isinstance(body, (SessionFinalizing, SessionOpened)):
             pass  # nothing to show: what follows says it
         else:

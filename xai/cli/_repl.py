@@ -20,10 +20,21 @@ from typing import assert_never
 
 import anyio
 
-from xai.agent import Agent, At, Cron, Every, ListSessions, Wakeup, WakeupState, call_agent
+from xai.agent import (
+    Agent,
+    At,
+    Cron,
+    Every,
+    GetMood,
+    ListSessions,
+    Wakeup,
+    WakeupState,
+    call_agent,
+)
 from xai.cli._approve import COMMANDS as APPROVAL_COMMANDS
 from xai.cli._approve import HELP as APPROVAL_HELP
 from xai.cli._approve import approval_command, approval_policy, settled
+from xai.cli._mood import mood_lines
 from xai.cli._people import error_line, moment, trigger_line, usage_line
 from xai.cli._render import Printer, Renderer, session_ended
 from xai.config import LLMConfig
@@ -52,6 +63,7 @@ HELP = (
   /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
   /wake remove ID            remove a wake-up
   /usage                     tokens used
+  /mood                      the user's and the agent's mood, and what moved it
 """
     + APPROVAL_HELP
     + """
@@ -125,6 +137,10 @@ class Repl:
         elif name == "/usage":
             session_usage = self.session.usage if self.session is not None else None
             self.render.line(f"this conversation: {usage_line(session_usage)}")
+        elif name == "/mood":  # the host API's request, as the web page shows it
+            view = await call_agent(agent, GetMood(agent_id=agent.id, limit=5))
+            for text in mood_lines(view, self.session.mood if self.session else None):
+                self.render.line(text)
         else:
             self.render.line(f"unknown command {name}; /help lists them")
         return True

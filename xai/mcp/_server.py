@@ -17,13 +17,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from xai._http import serve_on_socket
-from xai.agent import Agent
+from xai.agent import Agent, GetMood, MoodView, call_agent
 from xai.exceptions import FactForgottenError, FactNotFoundError, SessionClosedError
 from xai.mcp._approvals import SessionAnswer, add_approval_tools, settle
 from xai.memory import Decision, Fact, ForgetScope, MemoryHit, ScoredEpisode, ScoredFact
 
 __all__ = [
     "FactView",
+    "MoodReport",
     "Remembered",
     "SessionAnswer",
     "agent_mcp_server",
@@ -214,7 +215,42 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         return f"closed {session_id}"
 
     add_approval_tools(server, agent)  # list_approvals, decide_approval
+
+    @server.tool()
+    async def get_mood() -> MoodReport:
+        """The user's and the Agent's mood now (valence: unpleasant -1 .. +1 pleasant;
+        arousal: calm -1 .. +1 activated), carried across conversations."""
+        return _mood_report(await call_agent(agent, GetMood(agent_id=agent.id, limit=1)))
+
     return server
+
+
+class MoodReport(BaseModel):
+    """The mood as an MCP client sees it (docs/mood.md)."""
+
+    enabled: bool
+    user_valence: float
+    user_arousal: float
+    user_emotions: dict[str, float]
+    agent_valence: float
+    agent_arousal: float
+    agent_emotions: dict[str, float]
+    last_digest_at: float | None = Field(description="Unix time a conversation last moved it")
+
+
+def _mood_report(view: MoodView) -> MoodReport:
+    last = view.history[-1].at if view.history else None
+    user, mine = view.user, view.agent
+    return MoodReport(
+        enabled=view.enabled,
+        user_valence=round(user.valence, 3),
+        user_arousal=round(user.arousal, 3),
+        user_emotions=user.emotions,
+        agent_valence=round(mine.valence, 3),
+        agent_arousal=round(mine.arousal, 3),
+        agent_emotions=mine.emotions,
+        last_digest_at=last,
+    )
 
 
 async def serve_stdio(agent: Agent) -> None:

@@ -24,6 +24,7 @@ from xai.agent import (
     CancelTurn,
     Forget,
     GetFact,
+    GetMood,
     GetUsage,
     ListWakeups,
     Notify,
@@ -230,6 +231,15 @@ def page_routes(
     async def usage(request: Request, host: Backend) -> Response:
         return _json(await host.call(GetUsage(agent_id=request.path_params["agent_id"])))
 
+    async def mood(request: Request, host: Backend) -> Response:
+        raw = request.query_params.get("limit") or "200"
+        if not raw.isdigit():
+            raise Refused(400, "bad_request", f"limit {raw!r}: a whole number of digests")
+        limit = min(int(raw), 1_000)
+        return _json(
+            await host.call(GetMood(agent_id=request.path_params["agent_id"], limit=limit))
+        )
+
     agent = "/agents/{agent_id}"
     return [
         Route("/", route(index), methods=["GET"]),
@@ -246,6 +256,7 @@ def page_routes(
         Route(agent + "/wakeups/{wakeup_id}/resume", route(pausing(False)), methods=["POST"]),
         Route(agent + "/notify", route(notify), methods=["POST"]),
         Route(agent + "/usage", route(usage), methods=["GET"]),
+        Route(agent + "/mood", route(mood), methods=["GET"]),
     ]
 
 

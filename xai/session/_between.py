@@ -1,4 +1,5 @@
-"""What a Session does between Queries, and only there: compaction and memory extraction.
+"""What a Session does between Queries, and only there: compaction, memory extraction and
+the turn's mood delta (from the extraction reply, else the offline estimator).
 
 ``Between`` works on the state objects it is given (the context, usage, candidates,
 the journal's recorder, the event hub) and runs in the Session's own task (rule 6).
@@ -11,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 from xai.events import CompactionMethod, CompactionReason, SessionFailed
 from xai.logs import get_logger
 from xai.messages import ErrorInfo, Message
+from xai.mood import MoodDelta
 from xai.providers import Provider
 from xai.session._announce import SessionHub
 from xai.session._candidates import Candidates
 from xai.session._compaction import digest, split_point, summarise
 from xai.session._context import Context
 from xai.session._extraction import extract_candidates
+from xai.session._mood import SessionMood
 from xai.session._recorder import Recorder
 from xai.session._records import CandidatesRecord, CompactedRecord
 from xai.session._types import SessionConfig
@@ -38,6 +41,7 @@ class Between:
         "config",
         "context",
         "hub",
+        "mood",
         "provider",
         "recorder",
         "session_id",
@@ -57,7 +61,9 @@ class Between:
         candidates: Candidates,
         recorder: Recorder,
         hub: SessionHub,
+        mood: SessionMood | None = None,
     ) -> None:
+        self.mood = mood
         self.session_id = session_id
         self.config = config
         self.provider = provider
@@ -136,16 +142,31 @@ class Between:
 
     async def extract(self, turn: int, messages: list[Message], trace_context: Any = None) -> None:
         """Propose memory candidates from one turn's messages (in its own span, with telemetry:
-        a sibling of the turn's, under ``trace_context``)."""
+        a sibling of the turn's, under ``trace_context``), and record the turn's mood delta
+        (given by the same request when it can, else estimated offline)."""
+        mood = self.mood
+        if not self.config.extract_memory:
+            if mood is not None:
+                await mood.observe(turn, messages, None)
+            return
         telemetry = self.telemetry
         if telemetry is None:
-            return await self._extract(turn, messages)
+            given = await self._extract(turn, messages)
+            if mood is not None:
+                await mood.observe(turn, messages, given)
+            return
         with telemetry.extraction(self.session_id, turn, trace_context) as span:
             before = len(self.candidates)
-            await self._extract(turn, messages)
+            given = await self._extract(turn, messages)
             span.set("xai.extraction.candidates", len(self.candidates) - before)
+            if mood is not None:
+                deltas = await mood.observe(turn, messages, given)
+                user = [d for d in deltas if d.who == "user"]
+                span.set("xai.mood.source", deltas[0].source if deltas else "none")
+                span.set("xai.mood.user_valence_delta", user[0].valence if user else 0.0)
 
-    async def _extract(self, turn: int, messages: list[Message]) -> None:
+    async def _extract(self, turn: int, messages: list[Message]) -> tuple[MoodDelta, ...] | None:
+        """Propose the turn's candidates; the mood deltas the reply gave (``None``: none)."""
         try:
             parsed = await extract_candidates(
                 self.provider,
@@ -159,7 +180,7 @@ class Between:
         except Exception as exc:
             _log.warning("session.extraction_failed", turn=turn, error=str(exc))
             self.hub.publish(SessionFailed(error=ErrorInfo.from_exception(exc), stage="extraction"))
-            return
+            return None
         candidates = parsed.kept
         if parsed.rejected:
             # Report the invalid ones, keep the valid ones (a small model's slip costs only itself).
@@ -178,7 +199,7 @@ class Between:
                 SessionFailed(error=ErrorInfo(type="RunError", message=message), stage="extraction")
             )
         if not candidates:
-            return
+            return parsed.mood
         record = CandidatesRecord(candidates=candidates)
         position = await self.recorder.commit(record)
         self.candidates.propose(candidates)
@@ -186,3 +207,4 @@ class Between:
         _log.info(
             "session.candidates_proposed", turn=turn, candidate_ids=[c.id for c in candidates]
         )
+        return parsed.mood

@@ -15,6 +15,7 @@ from xai.session._announce import SessionHub
 from xai.session._candidates import Candidates
 from xai.session._inbox import Inbox
 from xai.session._lifecycle import Lifecycle, SessionState
+from xai.session._mood import SessionMood
 from xai.session._recorder import Recorder
 from xai.session._records import ClosedRecord, ClosingRecord, TurnEndRecord
 from xai.session._transcript import Transcript
@@ -36,6 +37,7 @@ class Ending:
         "hub",
         "inbox",
         "lifecycle",
+        "mood",
         "parent_id",
         "recorder",
         "session_id",
@@ -57,7 +59,9 @@ class Ending:
         candidates: Candidates,
         transcript: Transcript,
         spending: Spending,
+        mood: SessionMood | None = None,
     ) -> None:
+        self.mood = mood
         self.session_id = session_id
         self.parent_id = parent_id
         self.hooks = hooks
@@ -145,6 +149,8 @@ class Ending:
             usage=self.spending.total,
             turns=turns,
             parent_id=self.parent_id,
+            mood=tuple(self.mood.deltas) if self.mood is not None else (),
+            mood_seed=self.mood.seed if self.mood is not None else None,
         )
 
         def failed(exc: Exception) -> None:

@@ -65,6 +65,11 @@ class Context:
             )
         return cache[1]
 
+    def restyle(self, system: SystemPrompt) -> None:
+        """A new system prompt (the mood's style line changed): rendered again when asked."""
+        self.system = system
+        self._system_cache = None
+
     def request(self) -> tuple[list[Message], int]:
         """The next request's messages and their size in characters."""
         system = self.system_message()

@@ -8,6 +8,7 @@ can never become a statement about the user.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, assert_never, get_args
@@ -26,6 +27,7 @@ from xai.messages import (
     Usage,
     UserMessage,
 )
+from xai.mood import MoodDelta
 from xai.providers import Provider
 from xai.structured import ask_json, json_object_text
 
@@ -48,7 +50,8 @@ _EXAMPLE_REPLY = (
     + _EXAMPLE_CANDIDATE
     + '", "kind": "fact", "confidence": 0.9, "evidence": ["'
     + _EXAMPLE_IDS[0]
-    + '"]}]}'
+    + '"]}], "mood": {"user": {"valence": -0.2, "arousal": 0.1, "emotions": {"worry": 0.3}, '
+    + '"confidence": 0.6}, "assistant": {"valence": -0.1, "arousal": 0.0, "confidence": 0.5}}}'
 )
 EXTRACTOR_PROMPT = (
     "You pick out what is worth remembering about the user from the latest part of a "
@@ -58,13 +61,18 @@ EXTRACTOR_PROMPT = (
     "user.\n\n"
     "Reply with one JSON object only. Each candidate has: text (the sentence), kind (one "
     "word: preference, fact, commitment, event or other), confidence (a number from 0 to "
-    "1) and evidence (the ids, in square brackets, of the USER messages it comes from).\n\n"
+    "1) and evidence (the ids, in square brackets, of the USER messages it comes from).\n"
+    "Also say how this part changed the mood of the user and of the assistant, in mood: "
+    "for each, valence (change of pleasant versus unpleasant, -1 to 1), arousal (change of "
+    "calm versus excited, -1 to 1), emotions (names with intensities from 0 to 1, may be "
+    "empty) and confidence (0 to 1). Judge the user's mood from USER messages only; use 0 "
+    "when nothing changed.\n\n"
     "Example. For this conversation:\n"
     f"[{_EXAMPLE_IDS[0]}] USER: I can't eat that, I'm allergic to peanuts.\n"
     f"[{_EXAMPLE_IDS[1]}] assistant: Sorry to hear that! I will suggest something else.\n"
     f"[{_EXAMPLE_IDS[2]}] USER: Thanks.\n"
     f"the reply is:\n{_EXAMPLE_REPLY}\n\n"
-    'If nothing is worth remembering, reply {"candidates": []}.'
+    "If nothing is worth remembering, reply with an empty candidates list (and the mood)."
 )
 
 
@@ -87,6 +95,15 @@ class _WireCandidate(msgspec.Struct):
 class _WireReply(msgspec.Struct):
     candidates: list[Any] = msgspec.field(default_factory=list)
     """Each item is converted on its own: one bad candidate never costs the good ones."""
+    mood: Any = None
+    """``{"user": {...}, "assistant": {...}}``: read on its own too (see ``_mood``)."""
+
+
+class _WireMood(msgspec.Struct):
+    valence: float = 0.0
+    arousal: float = 0.0
+    emotions: dict[str, float] = msgspec.field(default_factory=dict)
+    confidence: float = 0.5
 
 
 class CandidateParse(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,6 +118,8 @@ class CandidateParse(msgspec.Struct, frozen=True, kw_only=True):
 
     kept: tuple[MemoryCandidate, ...] = ()
     rejected: tuple[str, ...] = ()
+    mood: tuple[MoodDelta, ...] | None = None
+    """The mood deltas the reply gave (``None``: none usable, the lexicon estimates them)."""
 
 
 _reply = msgspec.json.Decoder(_WireReply)
@@ -168,7 +187,49 @@ def parse_candidates(
                 created_at=now,
             )
         )
-    return CandidateParse(kept=tuple(kept), rejected=tuple(rejected))
+    parroted = any("placeholder" in reason for reason in rejected)  # a parroted example
+    mood = None if parroted else _mood(reply.mood, sorted(user_ids), turn, now)
+    return CandidateParse(kept=tuple(kept), rejected=tuple(rejected), mood=mood)
+
+
+def _clamped(value: float, low: float) -> float:
+    return max(low, min(1.0, value))
+
+
+def _mood(raw: Any, evidence: Sequence[str], turn: int, now: float) -> tuple[MoodDelta, ...] | None:
+    """The mood deltas of a reply's ``mood`` object; ``None`` when it has none or an invalid
+    one (the offline estimator answers then). Evidence is the turn's user messages."""
+    if not isinstance(raw, dict):
+        return None
+    deltas: list[MoodDelta] = []
+    for key, who in (("user", "user"), ("assistant", "agent")):
+        if raw.get(key) is None:
+            continue
+        try:
+            item = msgspec.convert(raw[key], _WireMood, strict=False)
+        except msgspec.ValidationError:
+            return None
+        if not all(map(math.isfinite, (item.valence, item.arousal, item.confidence))):
+            return None
+        emotions = {
+            str(name)[:40]: _clamped(level, 0.0)
+            for name, level in list(item.emotions.items())[:8]
+            if math.isfinite(level) and level > 0
+        }
+        deltas.append(
+            MoodDelta(
+                who=who,  # type: ignore[arg-type]
+                valence=_clamped(item.valence, -1.0),
+                arousal=_clamped(item.arousal, -1.0),
+                emotions=emotions,
+                confidence=_clamped(item.confidence, 0.0),
+                evidence=tuple(evidence),
+                turn=turn,
+                at=now,
+                source="model",
+            )
+        )
+    return tuple(d for d in deltas if d.valence or d.arousal or d.emotions)
 
 
 def _render(messages: Sequence[Message]) -> str:

@@ -18,6 +18,7 @@ Records, in the order a Session writes them (``kind`` tags each line)::
     dropped       accepted inputs a close dropped: never to be run
     compacted     older history replaced by a summary
     candidates    memory candidates proposed   reported   the owner acknowledged some
+    mood          what a turn changed in the user's and the Agent's mood (after its end)
     usage         requests outside a turn (summaries, extraction)
     approval_asked    a call of the open turn waits for a person's decision
     approval_decided  the decision (before it is applied)
@@ -63,6 +64,7 @@ from xai.messages import (
     Usage,
     UserMessage,
 )
+from xai.mood import MoodDelta
 from xai.session._history import place, unanswered_calls
 from xai.session._prompt import SystemPrompt
 from xai.session._records import (
@@ -78,6 +80,7 @@ from xai.session._records import (
     HeaderRecord,
     InputRecord,
     MessageRecord,
+    MoodRecord,
     Record,
     ReportedRecord,
     ToolStartRecord,
@@ -231,6 +234,10 @@ class JournalView(msgspec.Struct, kw_only=True):
     candidates: list[MemoryCandidate] = msgspec.field(default_factory=list)
     reported: set[str] = msgspec.field(default_factory=set)
     """Ids of the candidates the owner acknowledged."""
+    mood: list[MoodDelta] = msgspec.field(default_factory=list)
+    """Every mood delta the Session's turns recorded, in order."""
+    mood_turns: set[int] = msgspec.field(default_factory=set)
+    """The turns whose mood was recorded (a ``mood`` record, deltas or none)."""
     closing: CloseReason | None = None
     """Closed with candidates the owner had not acknowledged (``closing`` record, no
     ``closed`` after it): the owner must ``close(closing)`` the reopened Session."""
@@ -434,6 +441,9 @@ def _replay(records: list[Record], path: Path, *, size: int) -> JournalView:
             del state.history[: record.removed]
         elif isinstance(record, CandidatesRecord):
             state.candidates.extend(record.candidates)
+        elif isinstance(record, MoodRecord):
+            state.mood.extend(record.deltas)
+            state.mood_turns.add(record.turn)
         elif isinstance(record, ReportedRecord):
             state.reported.update(record.candidate_ids)
         elif isinstance(record, UsageRecord):

@@ -34,6 +34,7 @@ from xai.session._delegation import Child, SessionContext, delegate_tool
 from xai.session._inbox import Inbox
 from xai.session._journal import JournalState, now
 from xai.session._lifecycle import Lifecycle, SessionState
+from xai.session._mood import SessionMood
 from xai.session._observers import EventCallback, OverflowPolicy, Subscription, pump
 from xai.session._prompt import SystemPrompt
 from xai.session._recorder import Recorder
@@ -67,6 +68,7 @@ class Parts:
         "hub",
         "inbox",
         "lifecycle",
+        "mood",
         "recorder",
         "requeued",
         "restored",
@@ -129,6 +131,19 @@ class Parts:
         self.context = context = Context(
             system, state.history if state else (), state.summary if state else ""
         )
+        self.mood = mood = (
+            None
+            if system.mood is None
+            else SessionMood(
+                system.mood,
+                state.mood if state else (),
+                state.mood_turns if state else (),
+                context=context,
+                recorder=recorder,
+                hub=self.hub,
+                clock=clock,
+            )
+        )
         self.transcript = transcript = Transcript(
             session_id,
             state.header.created_at if state else clock(),
@@ -170,6 +185,7 @@ class Parts:
             candidates=candidates,
             recorder=recorder,
             hub=self.hub,
+            mood=mood,
         )
         self.turns = Turns(
             session=ids,
@@ -201,6 +217,7 @@ class Parts:
             candidates=candidates,
             transcript=transcript,
             spending=spending,
+            mood=mood,
         )
 
     def watch(self, child: Child) -> Callable[[], None]:
@@ -363,6 +380,12 @@ class Parts:
                 try:
                     if restored is not None:
                         await turns.repair(restored.open_turn)
+                        if self.mood is not None:  # a turn's mood the process died before
+                            await self.mood.catch_up(
+                                (t.turn, [t.input, *t.messages] if t.input else t.messages)
+                                for t in restored.turn_log
+                                if t.outcome is not None and restored.closing is None
+                            )
                     await turns.mailbox()
                     suspended = lifecycle.state is SessionState.SUSPENDING
                 except anyio.get_cancelled_exc_class():

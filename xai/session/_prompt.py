@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from xai.mood import MoodSeed
+
 __all__ = ["SystemPrompt"]
 
 
@@ -19,6 +21,11 @@ class SystemPrompt(msgspec.Struct, frozen=True, kw_only=True):
     instructions: str = ""
     persona: str = ""
     memory_prefix: str = ""
+    mood: MoodSeed | None = None
+    """The Agent's mood state, copied for this Session (``None``: the Session keeps no mood)."""
+    style: str = ""
+    """The style line the mood calls for (the Persona's words); it changes only when the
+    user's mood passes a threshold, so the prompt's prefix stays cache-friendly."""
 
     def render(self, summary: str = "") -> str:
         parts: list[str] = []
@@ -30,6 +37,8 @@ class SystemPrompt(msgspec.Struct, frozen=True, kw_only=True):
             parts.append(
                 "What you remember from earlier conversations:\n" + self.memory_prefix.strip()
             )
+        if self.style.strip():
+            parts.append(self.style.strip())
         if summary.strip():
             parts.append("Summary of this conversation so far:\n" + summary.strip())
         return "\n\n".join(parts)

@@ -40,6 +40,7 @@ from xai.messages import (
     Usage,
     UserMessage,
 )
+from xai.mood import MoodDelta
 from xai.session._prompt import SystemPrompt
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "HeaderRecord",
     "InputRecord",
     "MessageRecord",
+    "MoodRecord",
     "Record",
     "ReportedRecord",
     "ToolStartRecord",
@@ -167,6 +169,14 @@ class CandidatesRecord(_Record, frozen=True, tag="candidates"):
         return CandidatesProposed(candidates=self.candidates)
 
 
+class MoodRecord(_Record, frozen=True, tag="mood"):
+    """What turn ``turn`` changed in the user's and the Agent's mood (no delta: it changed
+    nothing). One per turn with mood on: a reopen estimates a turn that has none."""
+
+    turn: int
+    deltas: tuple[MoodDelta, ...] = ()
+
+
 class ReportedRecord(_Record, frozen=True, tag="reported"):
     candidate_ids: tuple[str, ...]
 
@@ -240,6 +250,7 @@ Record: TypeAlias = (
     | DroppedRecord
     | CompactedRecord
     | CandidatesRecord
+    | MoodRecord
     | ReportedRecord
     | UsageRecord
     | ApprovalAskedRecord

@@ -34,6 +34,7 @@ from xai.messages import (
     UserMessage,
     new_id,
 )
+from xai.mood import MoodState
 from xai.providers import Provider
 from xai.session._approvals import Approvals
 from xai.session._delegation import HELPER_INSTRUCTIONS
@@ -180,6 +181,11 @@ class Session(AsyncContextManagerMixin):
         """Memory candidates proposed and not yet acknowledged by the owner (its decision on
         them is pending), plus one while the extraction after a turn may still propose some."""
         return self._parts.undecided()
+
+    @property
+    def mood(self) -> MoodState | None:
+        """The mood injected at creation, moved by each turn (``None``: no mood kept)."""
+        return None if self._parts.mood is None else self._parts.mood.state(self.clock())
 
     @property
     def busy(self) -> bool:

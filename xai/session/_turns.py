@@ -178,7 +178,8 @@ class Turns:
                     turn = await self.turn(slot, message)
                     span.outcome(slot.outcome)
             closing = lifecycle.state is SessionState.CLOSING
-            if turn is not None and self.config.extract_memory and not closing:
+            after = self.config.extract_memory or self.between.mood is not None
+            if turn is not None and after and not closing:
                 # What this turn added (compaction may have shortened the history meanwhile).
                 await self.between.extract(turn, self.added, slot.trace)
             self.current = None  # idle only now: the extraction belongs to the turn

@@ -12,6 +12,7 @@ import msgspec
 from xai.exceptions import ConfigurationError
 from xai.logs import get_logger
 from xai.messages import CloseReason, Episode, MemoryCandidate, TurnOutcome, Usage, UserMessage
+from xai.mood import MoodDelta, MoodSeed
 from xai.query import QueryConfig
 from xai.session._records import FsyncPolicy
 
@@ -96,6 +97,11 @@ class FinalizingContext(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     turns: int
     parent_id: str | None = None
+    mood: tuple[MoodDelta, ...] = ()
+    """Every mood delta the Session's turns recorded: the owner digests them into its mood
+    (once per Session: a repeated close after a restart hands the same ones again)."""
+    mood_seed: MoodSeed | None = None
+    """The mood the Session started from (``None``: it kept no mood)."""
 
 
 FinalizingHook: TypeAlias = Callable[[FinalizingContext], Awaitable[None] | None]

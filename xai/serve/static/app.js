@@ -650,6 +650,58 @@
   }
   loaders.usage = loadUsage;
 
+  // -- mood ----------------------------------------------------------------------------
+
+  const signed = (x) => (x >= 0 ? "+" : "−") + Math.abs(Number(x)).toFixed(2);
+  const feeling = (m) => `valence ${signed(m.valence)}, arousal ${signed(m.arousal)}` +
+    (Object.keys(m.emotions || {}).length ? " · " + Object.entries(m.emotions).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(", ") : "");
+
+  function moodChart(history) {
+    const figure = $("mood-chart");
+    if (!history.length) {
+      figure.replaceChildren(el("figcaption", { class: "muted" }, "Nothing to chart yet."));
+      return;
+    }
+    const points = [{ at: history[0].before.at, state: history[0].before }, ...history.map((e) => ({ at: e.at, state: e.after }))];
+    const width = 320, height = 160, pad = 24;
+    const x = (i) => pad + (points.length > 1 ? (i * (width - pad - 6)) / (points.length - 1) : 0);
+    const y = (v) => height / 2 - v * (height / 2 - pad / 2);
+    const path = (who) => points.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(p.state[who].valence).toFixed(1)}`).join(" ");
+    const parts = [
+      svg("line", { x1: pad, y1: y(0), x2: width, y2: y(0), class: "axis" }),
+      svg("text", { x: 2, y: y(1) + 4 }, "+1"), svg("text", { x: 2, y: y(0) + 3 }, "0"), svg("text", { x: 2, y: y(-1) }, "−1"),
+      svg("path", { d: path("agent"), class: "mood-agent" }),
+      svg("path", { d: path("user"), class: "mood-user" }),
+    ];
+    points.forEach((p, i) => {
+      const label = `${when(p.at)}: user ${signed(p.state.user.valence)}, agent ${signed(p.state.agent.valence)}`;
+      parts.push(svg("circle", { cx: x(i), cy: y(p.state.user.valence), r: 3, class: "mood-user" }, svg("title", {}, label)));
+    });
+    const summary = points.map((p) => signed(p.state.user.valence)).join(", ");
+    const image = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "The user's valence after each conversation: " + summary }, ...parts);
+    figure.replaceChildren(image, el("figcaption", {}, el("span", { class: "key mood-user" }, "user"), " ", el("span", { class: "key mood-agent" }, "agent")));
+  }
+
+  async function loadMood() {
+    const view = await api("GET", "/mood");
+    $("mood-user").textContent = view.enabled ? feeling(view.user) : "mood is off";
+    $("mood-agent").textContent = view.enabled ? feeling(view.agent) : "—";
+    $("mood-baseline").textContent = feeling(view.baseline);
+    moodChart(view.history);
+    const rows = [];
+    for (const entry of view.history.slice().reverse()) {
+      for (const d of entry.deltas) {
+        rows.push(el("tr", { "data-session": entry.session_id },
+          el("th", { scope: "row" }, entry.session_id), el("td", {}, when(entry.at)), el("td", {}, String(d.turn)),
+          el("td", {}, d.who), el("td", {}, signed(d.valence)), el("td", {}, signed(d.arousal)),
+          el("td", {}, `${d.source} (${Math.round(d.confidence * 100)}%)`)));
+      }
+    }
+    $("mood-empty").hidden = rows.length > 0;
+    $("mood-deltas").tBodies[0].replaceChildren(...rows);
+  }
+  loaders.mood = loadMood;
+
   // -- the Agent's live events ---------------------------------------------------------
 
   function helperEvent(helper, body) {
@@ -741,6 +793,8 @@
       case "approval_requested":
       case "approval_decided":
         loadApprovals().catch(failed);
+      case "mood_changed":
+        if (visible("mood")) loadMood().catch(failed);
         break;
       default: {
         // (A helper's events come on its own stream.)
@@ -751,7 +805,7 @@
     }
   }
 
-  const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", "approval_requested", "approval_decided", ...SESSION_KINDS];
+  const AGENT_KINDS = ["session_opened", "session_ended", "memory_decided", "wakeup_fired", "wakeup_skipped", "approval_requested", "approval_decided", "mood_changed", ...SESSION_KINDS];
   let agentSource = null;
   let reconnecting = false;
 
