@@ -131,9 +131,7 @@ class Agent(AsyncContextManagerMixin):
         extra = [memory_search_tool(self.memory)] if self.config.memory_tool else []
         base = tools if isinstance(tools, ToolSet) else ToolSet(tools)
         # MCP servers among the tools are the Agent's: open while it runs, shared by its Sessions.
-        self._tools = ToolSet(
-            [*base, *extra], mcp=base.mcp_servers, needs_approval=base.needs_approval
-        )
+        self._tools = base.derive(context=base.context, extra=extra)  # (policies kept)
         self._hub = _hub(self.id)
         self._lock = DirectoryLock(self.directory)
         self._files: anyio.Lock | None = None

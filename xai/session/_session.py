@@ -57,12 +57,10 @@ class Session(AsyncContextManagerMixin):
     """A conversation actor. Use ``async with Session(...) as session`` or run it in your
     own task group with ``await task_group.start(session.run)``.
 
-    ``send`` queues an input (or interrupts the running turn) and returns a
-    handle for the outcome. Observe with ``events()`` (async iteration),
-    ``subscribe()`` or ``on(callback)``. ``directory`` makes it durable: a
-    journal there lets ``Session.reopen`` continue after a crash. ``telemetry`` traces
-    its turns, requests and tool calls (docs/telemetry.md); its children get it too;
-    ``clock`` (default ``time.time``) stamps when inputs and answers were said."""
+    ``send`` queues an input and returns a handle for the outcome. Observe with
+    ``events()``, ``subscribe()`` or ``on(callback)``. ``directory`` makes it durable
+    (``Session.reopen`` continues after a crash); ``telemetry`` traces it and its
+    children (docs/telemetry.md); ``clock`` (default ``time.time``) stamps messages."""
 
     def __init__(
         self,
@@ -167,9 +165,7 @@ class Session(AsyncContextManagerMixin):
 
     @property
     def announced(self) -> int:
-        """The journal position of the last record this Session announced (a reopened one:
-        its journal's end when read): each journal-backed event it publishes from now on
-        has a later one (``SessionEvent.journal``). A host's stream replays from it."""
+        """Journal position of the last record announced (``SessionEvent.journal``)."""
         return self._parts.hub.announced
 
     @property
@@ -178,8 +174,7 @@ class Session(AsyncContextManagerMixin):
 
     @property
     def undecided(self) -> int:
-        """Memory candidates proposed and not yet acknowledged by the owner (its decision on
-        them is pending), plus one while the extraction after a turn may still propose some."""
+        """Candidates not yet acknowledged by the owner (+1 while an extraction runs)."""
         return self._parts.undecided()
 
     @property
@@ -199,8 +194,7 @@ class Session(AsyncContextManagerMixin):
 
     @property
     def approvals(self) -> Approvals:
-        """Tool calls waiting for a person: ``pending()``, ``approve(call_id)``,
-        ``deny(call_id, reason)`` (docs/approvals.md)."""
+        """Tool calls waiting for a person (approve / deny them: docs/approvals.md)."""
         return self._parts.approvals
 
     @property
@@ -214,8 +208,7 @@ class Session(AsyncContextManagerMixin):
 
     @property
     def closing_pending(self) -> bool:
-        """The journal says ``closing``: the Session closed (or was reopened from such a
-        journal) while candidates the owner has not acknowledged remain."""
+        """Closed (or reopened) ``closing``: unacknowledged candidates remain."""
         return self._parts.recorder.unclosed is not None
 
     @property
@@ -265,11 +258,8 @@ class Session(AsyncContextManagerMixin):
     def send(
         self, input: str | UserMessage, *, origin: Origin = "user", policy: InputPolicy = "queue"
     ) -> TurnHandle:
-        """Queue an input; ``policy="interrupt"`` cancels the running turn and goes first.
-
-        ``origin`` records who produced the input (``user``, or ``agent`` for
-        input the Agent synthesised); a ``UserMessage`` keeps its own origin.
-        """
+        """Queue an input (``policy="interrupt"``: cancel the running turn, go first).
+        ``origin``: ``user``, or ``agent`` when the Agent synthesised it."""
         self._parts.check_accepting()
         message = (
             input if isinstance(input, UserMessage) else UserMessage(content=input, origin=origin)
@@ -323,8 +313,7 @@ class Session(AsyncContextManagerMixin):
             await self.wait_closed()
 
     def begin_suspend(self) -> None:
-        """The synchronous half of ``suspend``: from now on no turn starts and no input is
-        accepted; the running turn (if any) finishes, then the task ends."""
+        """``suspend``'s synchronous half: no new turn or input; the running one finishes."""
         self._parts.begin_suspend()
 
     async def suspend(self) -> None:
