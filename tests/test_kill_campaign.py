@@ -223,7 +223,7 @@ def _check_approvals(root: Path, journals: list[Path]) -> str:
     for call_id, (decision,) in decisions.items():
         how = "deny" if not decision.approved else "edit" if decision.arguments else "approve"
         assert how == verdict(call_id), f"{call_id} decided {how} (seed {SEED})"
-    runs = [line.split() for line in _lines(root / "tools") if " guarded " in line]
+    runs = [line.split(maxsplit=3) for line in _lines(root / "tools") if " guarded " in line]
     unapproved = sorted(
         r[1] for r in runs if r[1] not in decisions or not decisions[r[1]][0].approved
     )
