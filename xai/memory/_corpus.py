@@ -116,6 +116,53 @@ class EpisodeCorpus:
             self._person[row] = episode.origin == PERSON
         self._order = None
 
+    def load(self, episodes: Sequence[EpisodeLike], rows: np.ndarray) -> None:
+        """Fill this empty corpus with ``episodes`` (distinct ids) and their packed unit
+        vectors (``rows``, one per episode, taken as they are): what ``add`` of them in
+        turn makes, built a column at a time (a large memory's open)."""
+        if self._episodes:
+            raise ValueError("load fills an empty corpus")
+        if not episodes:
+            return
+        count = len(episodes)
+        self._vectors = np.asarray(rows, dtype=PACKED)
+        self._used = count
+        self._by_row = list(episodes)
+        self._episodes = {e.id: e for e in episodes}
+        self._row = {e.id: row for row, e in enumerate(episodes)}
+        if len(self._episodes) != count or self._vectors.shape[0] != count:
+            raise ValueError("load needs one row for each of distinct episodes")
+        for episode in episodes:
+            self._sessions.setdefault(episode.session_id, []).append(episode)
+        for session in self._sessions.values():
+            session.sort(key=lambda e: e.seq)  # stable: equal seqs keep their order
+        self.lexical = LexicalIndex.of((e.id, lexical_text(e)) for e in episodes)
+        codes = np.fromiter(
+            (self._codes.setdefault(e.session_id, len(self._codes)) for e in episodes),
+            dtype=np.int64,
+            count=count,
+        )
+        seqs = np.fromiter((e.seq for e in episodes), dtype=np.int64, count=count)
+        self._key = (codes << _SEQ_BITS) + seqs + _SEQ_OFFSET
+        self._added = np.arange(count, dtype=np.int64)
+        self._adds = count
+        self._lexical_row = np.fromiter(
+            (self.lexical.row_of(e.id) for e in episodes), dtype=np.int64, count=count
+        )
+        self._length = np.fromiter((len(e.text) for e in episodes), dtype=np.int64, count=count)
+        self._asks = np.fromiter(
+            (ends_in_question(e.text) for e in episodes), dtype=np.int64, count=count
+        )
+        self._person = np.fromiter((e.origin == PERSON for e in episodes), np.int64, count)
+        self._order = None
+
+    def packed(self) -> tuple[list[str], np.ndarray]:
+        """Every episode's id and packed row (a copy), in the order they were added."""
+        live = np.fromiter(self._row.values(), dtype=np.int64, count=len(self._row))
+        live = live[np.argsort(self._added[live], kind="stable")]
+        episodes = cast(list[EpisodeLike], [self._by_row[row] for row in live.tolist()])
+        return [e.id for e in episodes], self._vectors[live]
+
     def _grow(self) -> int:
         if self._used == len(self._vectors):
             size = max(64, 2 * self._used)

@@ -71,6 +71,23 @@ class HeldVectors:
         self._used += 1
         return self._used - 1
 
+    @classmethod
+    def of(cls, ids: Sequence[str], rows: np.ndarray) -> HeldVectors:
+        """Held vectors made of packed ``rows`` (taken, not copied), one per id."""
+        held = cls()
+        held._row = dict(zip(ids, range(len(ids)), strict=True))
+        held._matrix = rows
+        held._used = len(ids)
+        return held
+
+    def packed(self) -> tuple[list[str], np.ndarray]:
+        """Every id held and its packed row (a copy), in row order."""
+        by_row = sorted(self._row.items(), key=lambda item: item[1])
+        return [i for i, _ in by_row], self._matrix[[r for _, r in by_row]]
+
+    def __len__(self) -> int:
+        return len(self._row)
+
     def drop(self, ids: Sequence[str]) -> None:
         for i in ids:
             row = self._row.pop(i, None)
