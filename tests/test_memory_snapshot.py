@@ -4,23 +4,20 @@ damaged or half-written one never changes what the memory finds."""
 from __future__ import annotations
 
 import io
-import os
 import random
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
+from tests.crash_helpers import kill_when
 from tests.test_memory import candidate
 from xai.logs import configure_logging
-from xai.memory import LexicalIndex, LongTermMemory, MemoryHit, ScoredEpisode, ScoredFact
-from xai.memory import _snapshot
+from xai.memory import LexicalIndex, LongTermMemory, MemoryHit, ScoredEpisode, ScoredFact, _snapshot
 from xai.memory._corpus import EpisodeCorpus
 from xai.messages import Episode, MemoryCandidate
 
@@ -81,7 +78,9 @@ async def truth(directory: Path) -> list[list[tuple[str, str, float]]]:
 
 async def filled(directory: Path) -> None:
     async with LongTermMemory(directory) as memory:
-        rex = MemoryCandidate(text="Ana has a dog called Rex.", evidence=("es1-2",), session_id="s1")
+        rex = MemoryCandidate(
+            text="Ana has a dog called Rex.", evidence=("es1-2",), session_id="s1"
+        )
         await memory.adjudicate(
             [
                 candidate("The user lives in Lisbon."),
@@ -166,22 +165,10 @@ async def test_a_kill_while_the_snapshot_is_written_leaves_the_old_one(
     await filled(tmp_path)
     path = tmp_path / _snapshot.SNAPSHOT_FILE
     before = path.read_bytes()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.memory_snapshot_child", str(tmp_path)],
-        cwd=Path(__file__).parent.parent,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    frozen = tmp_path / "frozen"
+    await anyio.to_thread.run_sync(
+        lambda: kill_when("memory_snapshot_child", [str(tmp_path)], frozen.exists)
     )
-    try:
-        frozen = tmp_path / "frozen"
-        deadline = time.monotonic() + 120
-        while not frozen.exists():
-            assert child.poll() is None, "the child ended before it froze"
-            assert time.monotonic() < deadline, "the child never reached the write"
-            time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
     partial = tmp_path / f".{_snapshot.SNAPSHOT_FILE}.tmp"
     assert partial.exists()  # killed in the middle of writing it
     assert path.read_bytes() == before  # the old snapshot, whole
@@ -217,9 +204,7 @@ def test_a_corpus_loaded_at_once_pools_as_one_filled_episode_by_episode() -> Non
 
     rng = np.random.default_rng(5)
     texts = ["I like tea?", "Rex barked at the mailman.", "We went to Porto in May.", "ok"]
-    episodes = [
-        episode(n % 9, f"{texts[n % 4]} {n}", session=f"s{n // 9}") for n in range(90)
-    ]
+    episodes = [episode(n % 9, f"{texts[n % 4]} {n}", session=f"s{n // 9}") for n in range(90)]
     vectors = rng.standard_normal((90, 16)).astype(np.float32)
     added, loaded = EpisodeCorpus(), EpisodeCorpus()
     for start in range(0, 90, 20):
