@@ -42,7 +42,7 @@ QUESTION = "what does Ana like to cook on weekends?"
 
 
 async def child(store: Path) -> dict[str, object]:
-    from xai.memory import LocalMiniLM, LongTermMemory
+    from xai.memory import LocalMiniLM, LongTermMemory, ScoredFact
 
     model = LocalMiniLM(cache_size=0)
     await model.embed(["warm-up"])  # the model's load is not the memory's open
@@ -62,7 +62,7 @@ async def child(store: Path) -> dict[str, object]:
         "first_search_s": round(search_s, 3),
         "facts": len(memory.facts()),
         "episodes": len(memory.episodes),
-        "hits": [h.fact.id if h.kind == "fact" else h.episode.id for h in hits],
+        "hits": [h.fact.id if isinstance(h, ScoredFact) else h.episode.id for h in hits],
     }
     start = time.perf_counter()
     await memory.close()

@@ -21,13 +21,17 @@ from xai.messages import Episode
 def main(directory: Path) -> None:
     _snapshot.MIN_ITEMS = 0
     real = _snapshot._bytes
-    calls = [0]
+    matrices: list[int] = []
 
     def frozen_midway(rows: np.ndarray) -> memoryview:
-        calls[0] += 1
-        if calls[0] == 4:  # two CRCs, the facts' rows written: now the episodes' rows
-            (directory / "frozen").write_text("writing the snapshot")
-            time.sleep(3600)
+        # Each matrix passes twice (its CRC, then its write): facts', then episodes'.
+        # The episodes' second time is the write, the facts' rows already in the file.
+        if rows.ndim == 2:
+            if id(rows) not in matrices:
+                matrices.append(id(rows))
+            elif matrices.index(id(rows)) == 1:
+                (directory / "frozen").write_text("writing the snapshot")
+                time.sleep(3600)
         return real(rows)
 
     async def run() -> None:

@@ -16,10 +16,11 @@ import anyio
 import numpy as np
 
 from xai.logs import get_logger
-from xai.memory._corpus import EpisodeCorpus
+from xai.memory._corpus import EpisodeCorpus, lexical_text
 from xai.memory._embeddings import Embedder
 from xai.memory._held import PACKED, pack
 from xai.memory._index import pages
+from xai.memory._lexical import Terms
 from xai.memory._pool import EpisodeLike
 from xai.memory._snapshot import Part
 from xai.memory._store import IndexStore
@@ -69,14 +70,17 @@ class EpisodeIndex:
                 _log.info("memory.snapshot_stale", index="episodes")
         if found is None:
             found = await anyio.to_thread.run_sync(self._read_all, wanted)
-        held, rows = found
+        held, rows, terms = found
         extra = [i for i in held if i not in wanted]
         kept = set(held)
         if extra:
             await anyio.to_thread.run_sync(self._delete, extra)
-        keep = np.fromiter((i in wanted for i in held), dtype=bool, count=len(held))
         have = [wanted[i] for i in held if i in wanted]
-        self.corpus.load(have, rows if keep.all() else rows[keep])
+        if extra:
+            keep = np.fromiter((i in wanted for i in held), dtype=bool, count=len(held))
+            rows = rows[keep]
+            terms = terms.take(np.flatnonzero(keep)) if terms is not None else None
+        self.corpus.load(have, rows, terms)
         missing = [e for e in episodes if e.id not in kept]
         if missing:
             # Recorded while the index was closed (it opens when first needed), or lost
@@ -147,7 +151,9 @@ class EpisodeIndex:
     def _ids(self) -> list[str]:
         return [i for page in pages(self._collection, []) for i in page["ids"]]
 
-    def _read_all(self, wanted: dict[str, EpisodeLike]) -> tuple[list[str], np.ndarray]:
+    def _read_all(
+        self, wanted: dict[str, EpisodeLike]
+    ) -> tuple[list[str], np.ndarray, Terms | None]:
         """Every id the collection holds, and the packed vectors of those ``wanted``
         (rows of the others are left zero: they are deleted)."""
         held = self._ids()
@@ -160,11 +166,11 @@ class EpisodeIndex:
             if rows.shape[1] != vectors.shape[1]:
                 rows = np.zeros((len(held), vectors.shape[1]), dtype=PACKED)
             rows[[place[i] for i in chunk]] = vectors
-        return held, rows
+        return held, rows, None
 
     def _from_snapshot(
         self, part: Part, wanted: dict[str, EpisodeLike]
-    ) -> tuple[list[str], np.ndarray] | None:
+    ) -> tuple[list[str], np.ndarray, Terms | None] | None:
         """What the collection holds, from ``part``: its rows, less those no longer
         ``wanted`` that the collection lost since, and the episodes it lacks read by id.
         ``None`` when the collection's count does not add up to it."""
@@ -177,7 +183,11 @@ class EpisodeIndex:
             still = set(self._collection.get(ids=chunk, include=[])["ids"])
             gone.update(i for i in chunk if i not in still)
         held = [i for i in part.ids if i not in gone]
-        rows = part.rows if not gone else part.rows[[place[i] for i in held]]
+        rows, terms = part.rows, part.terms
+        if gone:
+            picked = np.asarray([place[i] for i in held], dtype=np.int64)
+            rows = rows[picked]
+            terms = terms.take(picked) if terms is not None else None
         self.from_snapshot = not new and not unwanted
         fresh_ids: list[str] = []
         fresh_rows: list[np.ndarray] = []
@@ -194,12 +204,14 @@ class EpisodeIndex:
             if len(rows) and rows.shape[1] != fresh_rows[0].shape[1]:
                 return None
             rows = np.concatenate([rows.reshape(-1, fresh_rows[0].shape[1]), *fresh_rows])
-        return held + fresh_ids, rows
+            if terms is not None:
+                terms = terms.plus(Terms.of(lexical_text(wanted[i]) for i in fresh_ids))
+        return held + fresh_ids, rows, terms
 
     def snapshot_part(self) -> Part:
         """What the collection holds, for a snapshot (the corpus mirrors it)."""
-        ids, rows = self.corpus.packed()
-        return Part(ids, rows)
+        ids, rows, terms = self.corpus.packed()
+        return Part(ids, rows, terms=terms)
 
     def _vectors(self, ids: list[str]) -> np.ndarray:
         found: Any = self._collection.get(ids=ids, include=["embeddings"])

@@ -39,6 +39,7 @@ import numpy as np
 
 from xai.logs import get_logger
 from xai.memory._held import PACKED
+from xai.memory._lexical import TOKENS_VERSION, Terms
 
 __all__ = ["SNAPSHOT_FILE", "FileMark", "IndexSnapshot", "Part", "mark", "read", "write"]
 
@@ -72,6 +73,11 @@ class _Header(msgspec.Struct, frozen=True, kw_only=True):
     fact_crc: int
     episode_ids: list[str]
     episode_crc: int
+    tokens_version: int
+    vocabulary: list[str]
+    postings: int
+    """How many (episode, term) pairs the episodes' terms hold."""
+    terms_crc: int
 
 
 class Part(msgspec.Struct, frozen=True):
@@ -80,6 +86,8 @@ class Part(msgspec.Struct, frozen=True):
     ids: list[str]
     rows: np.ndarray
     versions: list[int] | None = None
+    terms: Terms | None = None
+    """The episodes' BM25 terms (``lexical_text``), one document per id."""
 
 
 class IndexSnapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,16 +156,24 @@ def read(
                 return _unusable(path, "made for another index")
             facts = _rows(f, len(header.fact_ids), header.dimension)
             episodes = _rows(f, len(header.episode_ids), header.dimension)
+            offsets = _array(f, len(header.episode_ids) + 1, np.int64)
+            codes = _array(f, header.postings, np.int32)
+            counts = _array(f, header.postings, np.int32)
             if f.read(1):
                 return _unusable(path, "trailing bytes")
     except FileNotFoundError:
         return None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         return _unusable(path, f"{type(exc).__name__}: {exc}")
-    if facts is None or episodes is None:
+    if facts is None or episodes is None or offsets is None or codes is None or counts is None:
         return _unusable(path, "short file")
     if _crc(facts) != header.fact_crc or _crc(episodes) != header.episode_crc:
         return _unusable(path, "damaged vectors")
+    if zlib.crc32(_bytes(counts), zlib.crc32(_bytes(codes), _crc(offsets))) != header.terms_crc:
+        return _unusable(path, "damaged terms")
+    terms = None
+    if header.tokens_version == TOKENS_VERSION:
+        terms = Terms(header.vocabulary, offsets, codes, counts)
     if len(header.fact_versions) != len(header.fact_ids):
         return _unusable(path, "damaged header")
     fact_part = episode_part = None
@@ -166,14 +182,18 @@ def read(
     else:
         _unusable(path, f"{ledger.name} was rewritten since (facts read from the index)")
     if _still(episodes_file, header.episodes_file):
-        episode_part = Part(header.episode_ids, episodes)
+        episode_part = Part(header.episode_ids, episodes, terms=terms)
     else:
         _unusable(path, f"{episodes_file.name} was rewritten since (episodes read from the index)")
     return IndexSnapshot(facts=fact_part, episodes=episode_part)
 
 
 def _rows(f: object, count: int, dimension: int) -> np.ndarray | None:
-    rows = np.empty((count, dimension), dtype=PACKED)
+    return _array(f, (count, dimension), PACKED)
+
+
+def _array(f: object, shape: int | tuple[int, int], dtype: type[np.generic]) -> np.ndarray | None:
+    rows = np.empty(shape, dtype=dtype)
     view = _bytes(rows)
     got = f.readinto(view) if view.nbytes else 0  # type: ignore[attr-defined]
     return rows if got == view.nbytes else None
@@ -208,6 +228,12 @@ def write(
     dimension = max(facts.rows.shape[1], episodes.rows.shape[1]) if facts.ids or episodes.ids else 0
     fact_rows = _shaped(facts.rows, dimension)
     episode_rows = _shaped(episodes.rows, dimension)
+    terms = episodes.terms
+    if terms is None or len(terms) != len(episodes.ids):
+        raise ValueError("a snapshot needs the terms of every episode")
+    offsets = np.ascontiguousarray(terms.offsets, dtype=np.int64)
+    codes = np.ascontiguousarray(terms.codes, dtype=np.int32)
+    counts = np.ascontiguousarray(terms.counts, dtype=np.int32)
     header = msgspec.json.encode(
         _Header(
             embedder=embedder,
@@ -221,6 +247,10 @@ def write(
             fact_crc=_crc(fact_rows),
             episode_ids=episodes.ids,
             episode_crc=_crc(episode_rows),
+            tokens_version=TOKENS_VERSION,
+            vocabulary=terms.vocabulary,
+            postings=len(codes),
+            terms_crc=zlib.crc32(_bytes(counts), zlib.crc32(_bytes(codes), _crc(offsets))),
         )
     )
     temporary = path.with_name(f".{path.name}.tmp")
@@ -230,6 +260,8 @@ def write(
             out.write(header)
             out.write(_bytes(fact_rows))
             out.write(_bytes(episode_rows))
+            for array in (offsets, codes, counts):
+                out.write(_bytes(array))
             out.flush()
             if sync:
                 os.fsync(out.fileno())
