@@ -180,6 +180,21 @@ async def test_a_kill_while_the_snapshot_is_written_leaves_the_old_one(
     assert not partial.exists() or path.read_bytes() != before  # rewritten at that close
 
 
+async def test_a_memory_of_facts_alone_or_of_episodes_alone_has_a_snapshot_too(
+    tmp_path: Path, always: None
+) -> None:
+    async with LongTermMemory(tmp_path / "facts") as memory:
+        await memory.adjudicate([candidate("The user lives in Lisbon.")])
+    async with LongTermMemory(tmp_path / "episodes") as memory:
+        await memory.record_episodes([episode(0, "I moved to Lisbon last spring.")])
+        await memory.index_episodes()
+    for part in ("facts", "episodes"):
+        assert (tmp_path / part / _snapshot.SNAPSHOT_FILE).exists()
+        hits, events = await found(tmp_path / part)
+        assert "memory.snapshot_damaged" not in events and "memory.snapshot_unused" not in events
+        assert hits == await truth(tmp_path / part) and hits[0]
+
+
 def test_the_lexical_index_built_at_once_scores_as_one_built_document_by_document() -> None:
     rng = random.Random(3)
     words = [f"w{i}" for i in range(60)] + ["running", "runs", "ran", "the", "cats", "cat"]

@@ -98,6 +98,8 @@ class IndexSnapshot(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _bytes(rows: np.ndarray) -> memoryview:
+    if not rows.size:  # (memoryview cannot cast a shape with a zero in it)
+        return memoryview(b"")
     return memoryview(rows.data).cast("B")
 
 
