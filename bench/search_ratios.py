@@ -39,7 +39,7 @@ GOAL = 0.5
 
 
 def cpu() -> dict[str, object]:
-    name, flags = "unknown", []
+    name, flags = "unknown", list[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")

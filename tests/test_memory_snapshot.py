@@ -132,8 +132,8 @@ async def test_a_stale_snapshot_is_brought_up_to_date_from_the_ledger_and_the_in
     ids = {i for row in hits for _, i, _ in row}
     assert dog.id not in ids and "es1-2" not in ids  # forgotten with its evidence
     async with LongTermMemory(tmp_path) as memory:
-        hits = [said(h) for h in await memory.search("bees swarming on the roof", k=3)]
-    assert {"es2-0"} <= {i for _, i, _ in hits}
+        bees = [said(h) for h in await memory.search("bees swarming on the roof", k=3)]
+    assert {"es2-0"} <= {i for _, i, _ in bees}
 
 
 @pytest.mark.parametrize("damage", ["flipped", "truncated", "ledger", "episodes"])
