@@ -37,12 +37,14 @@ def unpack(rows: np.ndarray) -> np.ndarray:
 class HeldVectors:
     """Unit vectors by id, packed rows of one matrix (freed rows are reused)."""
 
-    def __init__(self, capacity: int = 0) -> None:
+    def __init__(
+        self, capacity: int = 0, *, ids: Sequence[str] = (), rows: np.ndarray | None = None
+    ) -> None:
         self._capacity = capacity
         """Rows to make room for at the first write (a whole index read on open)."""
-        self._row: dict[str, int] = {}
-        self._matrix = np.zeros((0, 0), dtype=PACKED)
-        self._used = 0
+        self._row: dict[str, int] = dict(zip(ids, range(len(ids)), strict=True))
+        self._matrix = rows if rows is not None else np.zeros((0, 0), dtype=PACKED)
+        self._used = len(self._row)
         self._free: list[int] = []
 
     def put(self, ids: Sequence[str], vectors: Any) -> None:
@@ -74,11 +76,9 @@ class HeldVectors:
     @classmethod
     def of(cls, ids: Sequence[str], rows: np.ndarray) -> HeldVectors:
         """Held vectors made of packed ``rows`` (taken, not copied), one per id."""
-        held = cls()
-        held._row = dict(zip(ids, range(len(ids)), strict=True))
-        held._matrix = rows
-        held._used = len(ids)
-        return held
+        if len(rows) != len(ids):
+            raise ValueError("one packed row for each id")
+        return cls(ids=ids, rows=rows)
 
     def packed(self) -> tuple[list[str], np.ndarray]:
         """Every id held and its packed row (a copy), in row order."""

@@ -272,12 +272,9 @@ class LexicalIndex:
         skip_common: bool = True,
     ) -> LexicalIndex:
         index = cls(k1=k1, b=b, skip_common=skip_common)
-        index._fill(dict(documents))
+        texts = dict(documents)  # (a repeated id: its last text, as ``set`` would leave)
+        index.load(list(texts), Terms.of(texts.values()))
         return index
-
-    def _fill(self, documents: dict[str, str]) -> None:
-        """Index ``documents`` into this empty index at once (``load`` of their terms)."""
-        self.load(list(documents), Terms.of(documents.values()))
 
     @classmethod
     def loaded(
