@@ -17,8 +17,17 @@ from structlog.testing import capture_logs
 from tests.crash_helpers import kill_when
 from tests.test_memory import candidate
 from xai.logs import configure_logging
-from xai.memory import LexicalIndex, LongTermMemory, MemoryHit, ScoredEpisode, ScoredFact, _snapshot
+from xai.memory import (
+    LexicalIndex,
+    LongTermMemory,
+    MemoryHit,
+    ScoredEpisode,
+    ScoredFact,
+    _snapshot,
+    local_minilm,
+)
 from xai.memory._corpus import EpisodeCorpus
+from xai.memory._store import IndexStore
 from xai.messages import Episode, MemoryCandidate
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backend_agnostic]
@@ -127,7 +136,7 @@ async def test_a_stale_snapshot_is_brought_up_to_date_from_the_ledger_and_the_in
     assert (tmp_path / _snapshot.SNAPSHOT_FILE).read_bytes() == before  # stale now
     monkeypatch.setattr(_snapshot, "MIN_ITEMS", 0)
     hits, events = await found(tmp_path)
-    assert "memory.snapshot_unused" not in events
+    assert "memory.snapshot_unused" not in events and "memory.snapshot_stale" not in events
     assert hits == await truth(tmp_path)
     ids = {i for row in hits for _, i, _ in row}
     assert dog.id not in ids and "es1-2" not in ids  # forgotten with its evidence
@@ -173,11 +182,25 @@ async def test_a_kill_while_the_snapshot_is_written_leaves_the_old_one(
     assert partial.exists()  # killed in the middle of writing it
     assert path.read_bytes() == before  # the old snapshot, whole
     hits, events = await found(tmp_path)
-    assert "memory.snapshot_unused" not in events
+    assert "memory.snapshot_unused" not in events and "memory.snapshot_stale" not in events
     assert hits == await truth(tmp_path)
     ids = {i for row in hits for _, i, _ in row}
     assert "es3-0" in ids or "es3-1" in ids  # what the child recorded is found
     assert not partial.exists() or path.read_bytes() != before  # rewritten at that close
+
+
+async def test_an_index_changed_behind_the_memory_s_back_is_read_whole(
+    tmp_path: Path, always: None
+) -> None:
+    await filled(tmp_path)
+    store = IndexStore.local(tmp_path / "index")
+    try:
+        store.collection("episodes", local_minilm()).delete(ids=["es1-0"])
+    finally:
+        store.close()
+    hits, events = await found(tmp_path)
+    assert "memory.snapshot_stale" in events and "memory.episodes_indexed" in events
+    assert hits == await truth(tmp_path)
 
 
 async def test_a_memory_of_facts_alone_or_of_episodes_alone_has_a_snapshot_too(
