@@ -4,8 +4,9 @@ Issue 35's goals, in each of ``--opens`` (10) fresh processes opening the same s
 
 - ``own_vs_query_embed``: a search's own work (its p50 less the query embedding's p50)
   against the query embedding's p50: at most 0.5;
-- ``query_vs_document_embed``: the query encoder's p50 (``embed_query``, what search
-  uses) against the document model's for one text (``embed([text])``): at most 0.5;
+- ``query_vs_document_embed``: the query encoder's p50 (``query_embedding(model)``, as
+  search calls it) against the document model's for one text (``embed([text])``): at
+  most 0.5;
 - the same two for the memory prefix with a purpose (``prefix_own_vs_query_embed``).
 
 Each open measures, in rounds that alternate the series, ``memory.search(q, k=5)``,
@@ -57,18 +58,19 @@ async def child(store: Path, rounds: int) -> dict[str, float]:
     sys.path.insert(0, str(Path(__file__).parent))
     from memory import PURPOSES, QUERIES, phrases
 
-    from xai.memory import LocalMiniLM, LongTermMemory
+    from xai.memory import LocalMiniLM, LongTermMemory, query_embedding
 
     questions = phrases(QUERIES, 100, 3)
     purposes = phrases(PURPOSES, 50, 4)
     model = LocalMiniLM(cache_size=0)
     memory = LongTermMemory(store, sync=False, embedder=model)
+    embed_question = query_embedding(model)  # the encoder a search calls, the same way
     await memory.open()
     try:
         series: dict[str, Callable[[int], Awaitable[object]]] = {
             "search": lambda i: memory.search(questions[i % 100], k=5),
             "prefix": lambda i: memory.prefix(purposes[i % 50], budget_tokens=600),
-            "query_embed": lambda i: model.embed_query(questions[i % 100]),
+            "query_embed": lambda i: embed_question(questions[i % 100]),
             "document_embed": lambda i: model.embed([questions[i % 100]]),
         }
         for call in series.values():  # warm: models loaded, indexes touched
