@@ -137,7 +137,9 @@ def main() -> None:
     result = {
         **cpu(),
         "opens": len(opens),
-        **{f"median_{k}": statistics.median(float(o[k]) for o in opens) for k in opens[0]},
+        **{
+            f"median_{k}": round(statistics.median(float(o[k]) for o in opens), 3) for k in opens[0]
+        },
         **worst,
         "goal_max_ratio": GOAL,
         "goal_met_in_every_open": all(v <= GOAL for v in worst.values()),
