@@ -651,6 +651,12 @@ class AdjudicationFigures(msgspec.Struct, frozen=True, kw_only=True):
     judge_calls: int
     judged_decisions: int
     facts_after: int
+    embed_same_calls_per_s: float = 0.0
+    """The same candidates' texts embedded in the same calls (``--batch`` a call), by the
+    same model with its cache off, in this process just before: the embedding alone of
+    this workload, the baseline the adjudication's rate is held to."""
+    embed_one_call_per_s: float = 0.0
+    """The same texts in one call (the model's own batches): its best case."""
     profile: str = ""
 
 
@@ -820,6 +826,15 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
         assert memory.fact_store.ledger is not None
         time_async(memory.fact_store.ledger, "append", "ledger", totals, counts)
         batches = [candidates[i : i + job.batch] for i in range(0, len(candidates), job.batch)]
+        baseline = LocalMiniLM(cache_size=0)  # (no text cache: it would embed nothing twice)
+        await baseline.embed([seeds[0].text])
+        started = time.perf_counter()
+        for batch in batches:
+            await baseline.embed([c.text for c in batch])
+        same_calls_s = time.perf_counter() - started
+        started = time.perf_counter()
+        await baseline.embed([c.text for c in candidates])
+        one_call_s = time.perf_counter() - started
         profiler = cProfile.Profile() if job.profile else None
         decisions: list[Decision] = []
         cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -863,6 +878,8 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
             judge_calls=judge.calls if judge is not None else 0,
             judged_decisions=sum(d.judge for d in decisions),
             facts_after=len(memory.facts()),
+            embed_same_calls_per_s=round(len(candidates) / same_calls_s, 1),
+            embed_one_call_per_s=round(len(candidates) / one_call_s, 1),
             profile=profile,
         )
     finally:
@@ -1197,6 +1214,10 @@ def show_adjudication(figures: AdjudicationFigures, round_: int | None) -> None:
         f"{figures.cpu_ms_per_candidate:.2f} ms CPU/candidate (all threads){judged}"
     )
     say(f"  wall ms/candidate: {parts}")
+    say(
+        f"  the same texts embedded alone: {figures.embed_same_calls_per_s:.1f}/s in the same "
+        f"calls, {figures.embed_one_call_per_s:.1f}/s in one call"
+    )
     each = ", ".join(
         f"{n} {k} ({figures.breakdown_ms_per_candidate[k] * figures.candidates / n:.2f} ms each)"
         for k, n in figures.operations.items()
@@ -1347,6 +1368,15 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
             summary[f"{variant}_decisions"] = figures.decisions
         rules = adjudications["rules_sync"]
         summary["rules_sync_outcomes"] = rules.outcomes
+        for variant, figures in adjudications.items():
+            # Issue 35: held to the embedding of the same texts in the same calls (what
+            # the workload must embed anyway), and to the model's best case beside it.
+            summary[f"{variant}_vs_same_calls_embed_ratio"] = round(
+                figures.candidates_per_s / figures.embed_same_calls_per_s, 4
+            )
+            summary[f"{variant}_vs_one_call_embed_ratio"] = round(
+                figures.candidates_per_s / figures.embed_one_call_per_s, 4
+            )
         summary["nosync_vs_sync_adjudication_ratio"] = round(
             adjudications["rules_nosync"].candidates_per_s / rules.candidates_per_s, 4
         )

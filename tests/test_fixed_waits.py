@@ -71,6 +71,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Blocks until the parent kills the process: a wait for the kill, the event under test.
     ("agent_crash_child.py", "anyio.sleep(3600)"): "parked until killed",
     ("memory_crash_child.py", "anyio.sleep(3600)"): "parked until killed",
+    ("memory_snapshot_child.py", "time.sleep(3600)"): "parked until killed",
     ("crash_child.py", "anyio.sleep(120)"): "parked until killed",
     ("stream_crash_child.py", "anyio.sleep(3600)"): "parked until killed",
     # Random pauses are the experiment: where a kill -9 lands.

@@ -18,7 +18,7 @@ from typing import cast
 import numpy as np
 
 from xai.memory._held import PACKED, pack, unpack
-from xai.memory._lexical import LexicalIndex
+from xai.memory._lexical import LexicalIndex, Terms
 from xai.memory._pool import (
     PERSON,
     Columns,
@@ -115,6 +115,57 @@ class EpisodeCorpus:
             self._asks[row] = ends_in_question(episode.text)
             self._person[row] = episode.origin == PERSON
         self._order = None
+
+    def load(
+        self, episodes: Sequence[EpisodeLike], rows: np.ndarray, terms: Terms | None = None
+    ) -> None:
+        """Fill this empty corpus with ``episodes`` (distinct ids) and their packed unit
+        vectors (``rows``, one per episode, taken as they are): what ``add`` of them in
+        turn makes, built a column at a time (a large memory's open). ``terms``: the
+        episodes' ``lexical_text`` terms, counted before (else counted here)."""
+        if self._episodes:
+            raise ValueError("load fills an empty corpus")
+        if not episodes:
+            return
+        count = len(episodes)
+        self._vectors = np.asarray(rows, dtype=PACKED)
+        self._used = count
+        self._by_row = list(episodes)
+        self._episodes = {e.id: e for e in episodes}
+        self._row = {e.id: row for row, e in enumerate(episodes)}
+        if len(self._episodes) != count or self._vectors.shape[0] != count:
+            raise ValueError("load needs one row for each of distinct episodes")
+        for episode in episodes:
+            self._sessions.setdefault(episode.session_id, []).append(episode)
+        for session in self._sessions.values():
+            session.sort(key=lambda e: e.seq)  # stable: equal seqs keep their order
+        if terms is None:
+            terms = Terms.of(lexical_text(e) for e in episodes)
+        self.lexical = LexicalIndex.loaded([e.id for e in episodes], terms)
+        codes = np.fromiter(
+            (self._codes.setdefault(e.session_id, len(self._codes)) for e in episodes),
+            dtype=np.int64,
+            count=count,
+        )
+        seqs = np.fromiter((e.seq for e in episodes), dtype=np.int64, count=count)
+        self._key = (codes << _SEQ_BITS) + seqs + _SEQ_OFFSET
+        self._added = np.arange(count, dtype=np.int64)
+        self._adds = count
+        self._lexical_row = np.arange(count, dtype=np.int64)  # (loaded in this order)
+        self._length = np.fromiter((len(e.text) for e in episodes), dtype=np.int64, count=count)
+        self._asks = np.fromiter(
+            (ends_in_question(e.text) for e in episodes), dtype=np.int64, count=count
+        )
+        self._person = np.fromiter((e.origin == PERSON for e in episodes), np.int64, count)
+        self._order = None
+
+    def packed(self) -> tuple[list[str], np.ndarray, Terms]:
+        """Every episode's id, packed row (a copy) and terms, in the order they were added."""
+        live = np.fromiter(self._row.values(), dtype=np.int64, count=len(self._row))
+        live = live[np.argsort(self._added[live], kind="stable")]
+        episodes = cast(list[EpisodeLike], [self._by_row[row] for row in live.tolist()])
+        ids = [e.id for e in episodes]
+        return ids, self._vectors[live], self.lexical.terms(ids)
 
     def _grow(self) -> int:
         if self._used == len(self._vectors):

@@ -37,12 +37,14 @@ def unpack(rows: np.ndarray) -> np.ndarray:
 class HeldVectors:
     """Unit vectors by id, packed rows of one matrix (freed rows are reused)."""
 
-    def __init__(self, capacity: int = 0) -> None:
+    def __init__(
+        self, capacity: int = 0, *, ids: Sequence[str] = (), rows: np.ndarray | None = None
+    ) -> None:
         self._capacity = capacity
         """Rows to make room for at the first write (a whole index read on open)."""
-        self._row: dict[str, int] = {}
-        self._matrix = np.zeros((0, 0), dtype=PACKED)
-        self._used = 0
+        self._row: dict[str, int] = dict(zip(ids, range(len(ids)), strict=True))
+        self._matrix = rows if rows is not None else np.zeros((0, 0), dtype=PACKED)
+        self._used = len(self._row)
         self._free: list[int] = []
 
     def put(self, ids: Sequence[str], vectors: Any) -> None:
@@ -70,6 +72,21 @@ class HeldVectors:
             self._matrix = grown
         self._used += 1
         return self._used - 1
+
+    @classmethod
+    def of(cls, ids: Sequence[str], rows: np.ndarray) -> HeldVectors:
+        """Held vectors made of packed ``rows`` (taken, not copied), one per id."""
+        if len(rows) != len(ids):
+            raise ValueError("one packed row for each id")
+        return cls(ids=ids, rows=rows)
+
+    def packed(self) -> tuple[list[str], np.ndarray]:
+        """Every id held and its packed row (a copy), in row order."""
+        by_row = sorted(self._row.items(), key=lambda item: item[1])
+        return [i for i, _ in by_row], self._matrix[[r for _, r in by_row]]
+
+    def __len__(self) -> int:
+        return len(self._row)
 
     def drop(self, ids: Sequence[str]) -> None:
         for i in ids:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from xai.logs import get_logger
 from xai.memory._chroma import chromadb_module
 from xai.memory._embeddings import Embedder, LocalMiniLM, local_minilm
 from xai.memory._held import HeldVectors
+from xai.memory._snapshot import Part
 from xai.memory._store import IndexStore
 from xai.memory._types import Fact
 
@@ -114,6 +115,10 @@ class VectorIndex:
         self.where = where
         self._collection = collection
         self._held = HeldVectors()
+        self._versions: dict[str, int] = {}
+        """The version of each fact the index holds (as written by this process)."""
+        self.from_snapshot = False
+        """Whether the index was found exactly as a snapshot held it (``adopt_sync``)."""
 
     async def upsert(self, facts: Sequence[Fact], vectors: Sequence[Sequence[float]]) -> None:
         if not facts:
@@ -131,6 +136,7 @@ class VectorIndex:
         with anyio.CancelScope(shield=True):  # a write done is a write held
             await anyio.to_thread.run_sync(write)
             self._held.put(ids, embeddings)
+            self._versions.update((f.id, f.version) for f in facts)
 
     async def update_metadata(self, facts: Sequence[Fact]) -> None:
         """A fact changed but not its text: no new embedding needed."""
@@ -143,6 +149,7 @@ class VectorIndex:
             self._collection.update(ids=ids, metadatas=metadatas)
 
         await anyio.to_thread.run_sync(write)
+        self._versions.update((f.id, f.version) for f in facts if f.id in self._versions)
 
     async def nearest(
         self, vector: Sequence[float], k: int, *, tiers: Sequence[str] | None = None
@@ -213,7 +220,39 @@ class VectorIndex:
             if result["ids"]:
                 held.put(result["ids"], result["embeddings"])
         self._held = held
+        self._versions = dict(out)
         return out
+
+    def adopt_sync(self, part: Part, suspects: Collection[str]) -> dict[str, int] | None:
+        """``versions_sync`` from a snapshot: its rows, with the ``suspects`` (facts the
+        ledger changed since, or that it lacks) read from chromadb by id. ``None`` when
+        the index's count does not add up to it (then read the whole index). Blocking."""
+        held = HeldVectors.of(part.ids, part.rows)
+        versions = dict(zip(part.ids, part.versions or (), strict=True))
+        wanted = list(suspects)
+        held.drop(wanted)
+        for i in wanted:
+            versions.pop(i, None)
+        for start in range(0, len(wanted), _PAGE):
+            page = wanted[start : start + _PAGE]
+            result: Any = self._collection.get(ids=page, include=["metadatas", "embeddings"])
+            if result["ids"]:
+                held.put(result["ids"], result["embeddings"])
+                versions.update(
+                    (i, int((m or {}).get("version", 0)))
+                    for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
+                )
+        if int(self._collection.count()) != len(versions):
+            return None
+        self._held = held
+        self._versions = dict(versions)
+        self.from_snapshot = not wanted
+        return versions
+
+    def snapshot_part(self) -> Part:
+        """What the index holds, for a snapshot: ids, versions and packed rows."""
+        ids, rows = self._held.packed()
+        return Part(ids, rows, [self._versions.get(i, 0) for i in ids])
 
     async def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored embeddings of ``ids`` (those the index has)."""
@@ -234,6 +273,8 @@ class VectorIndex:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: self._collection.delete(ids=wanted))
                 self._held.drop(wanted)
+                for i in wanted:
+                    self._versions.pop(i, None)
 
     async def count(self) -> int:
         return int(await anyio.to_thread.run_sync(self._collection.count))
@@ -269,7 +310,13 @@ def _forget_store(path: Path) -> None:
 
 
 def open_index(
-    store: IndexStore, name: str, embedder: Embedder, *, own: bool
+    store: IndexStore,
+    name: str,
+    embedder: Embedder,
+    *,
+    own: bool,
+    snapshot: Part | None = None,
+    suspects: Callable[[Part], Collection[str]] | None = None,
 ) -> tuple[VectorIndex, dict[str, int], IndexStore]:
     """Open the facts' index ``name`` in ``store`` and read what it holds (id -> version).
 
@@ -278,12 +325,19 @@ def open_index(
     ``<dir>.corrupt`` (replacing an older one) with a warning, and an empty one is made
     in its place for the caller to refill from the ledger: the store returned is then
     a new one. A ``ConfigurationError`` (other embeddings) is not corruption, and a
-    store that is not the memory's ``own`` (shared, or a server) is never set aside. Blocking: call it in a worker thread.
+    store that is not the memory's ``own`` (shared, or a server) is never set aside.
+    With a ``snapshot`` (``_snapshot``), what it holds is taken from there and only the
+    ``suspects`` it names are read. Blocking: call it in a worker thread.
     """
     function = _chroma_embedding_function(embedder)
     try:
         collection = store.collection(name, embedder, embedding_function=function, what="memory")
         index = VectorIndex(collection, embedder, where=store.where)
+        if snapshot is not None and suspects is not None:
+            adopted = index.adopt_sync(snapshot, suspects(snapshot))
+            if adopted is not None:
+                return index, adopted, store
+            _log.info("memory.snapshot_stale", index=name)
         return index, index.versions_sync(), store
     except ConfigurationError:
         raise

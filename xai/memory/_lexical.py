@@ -19,9 +19,14 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
+import msgspec
 import numpy as np
 
-__all__ = ["LexicalIndex", "lexical_tokens"]
+__all__ = ["TOKENS_VERSION", "LexicalIndex", "Terms", "lexical_tokens"]
+
+TOKENS_VERSION = 1
+"""Changes whenever ``lexical_tokens`` would count a text's terms differently (stop
+words, the stemmer): terms counted by another version (a snapshot's) are not used."""
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -115,11 +120,16 @@ class LexicalIndex:
         self._row: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
-        self._terms: list[dict[str, int]] = []
+        self._terms: list[dict[str, int] | None] = []
+        """Each row's term counts (``None``: still only in ``_base``)."""
+        self._base: Terms | None = None
         self._lengths = np.zeros(0, dtype=np.float32)
         self._total = 0
         self._postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._frozen: set[str] = set()
+        """Terms whose postings are only in ``_arrays`` (built by ``of``): made a dict
+        when a document with the term comes or goes."""
 
     def __len__(self) -> int:
         return len(self._row)
@@ -149,15 +159,15 @@ class LexicalIndex:
         self._lengths[row] = length
         self._total += length
         for term, count in counts.items():
-            self._postings.setdefault(term, {})[row] = count
+            self._editable(term)[row] = count
             self._arrays.pop(term, None)
 
     def discard(self, doc_id: str) -> None:
         row = self._row.pop(doc_id, None)
         if row is None:
             return
-        for term in self._terms[row]:
-            posting = self._postings[term]
+        for term in self._counts(row):
+            posting = self._editable(term)
             del posting[row]
             if not posting:
                 del self._postings[term]
@@ -167,6 +177,18 @@ class LexicalIndex:
         self._ids[row] = None
         self._terms[row] = {}
         self._free.append(row)
+
+    def _editable(self, term: str) -> dict[int, int]:
+        posting = self._postings.get(term)
+        if posting is None:
+            if term in self._frozen:
+                self._frozen.discard(term)
+                rows, counts = self._arrays[term]
+                posting = dict(zip(rows.tolist(), counts.astype(np.int64).tolist(), strict=True))
+            else:
+                posting = {}
+            self._postings[term] = posting
+        return posting
 
     def row_of(self, doc_id: str) -> int:
         """The row of ``doc_id`` (held) in the arrays ``scores`` returns."""
@@ -250,6 +272,135 @@ class LexicalIndex:
         skip_common: bool = True,
     ) -> LexicalIndex:
         index = cls(k1=k1, b=b, skip_common=skip_common)
-        for doc_id, text in documents:
-            index.set(doc_id, text)
+        texts = dict(documents)  # (a repeated id: its last text, as ``set`` would leave)
+        index.load(list(texts), Terms.of(texts.values()))
         return index
+
+    @classmethod
+    def loaded(
+        cls, ids: Sequence[str], terms: Terms, *, k1: float = 0.9, b: float = 0.4
+    ) -> LexicalIndex:
+        """An index of documents ``ids`` (distinct) whose terms were counted before."""
+        index = cls(k1=k1, b=b)
+        index.load(ids, terms)
+        return index
+
+    def load(self, ids: Sequence[str], terms: Terms) -> None:
+        """Fill this empty index with documents ``ids`` (distinct) and their ``terms``:
+        the same rows, lengths and postings as ``set`` of each in turn, the postings
+        grouped by numpy (a dict entry per posting took most of a large memory's open);
+        a document's own term counts are made when it changes."""
+        count = len(ids)
+        if len(terms.offsets) != count + 1:
+            raise ValueError("one document of terms for each id")
+        self._ids = list(ids)
+        self._row = {doc_id: row for row, doc_id in enumerate(ids)}
+        if len(self._row) != count:
+            raise ValueError("document ids must be distinct")
+        self._base = terms
+        self._terms = [None] * count
+        sizes = np.diff(terms.offsets)
+        documents = np.repeat(np.arange(count, dtype=np.int64), sizes)
+        values = terms.counts.astype(np.float32)
+        self._lengths = np.bincount(documents, weights=values, minlength=count).astype(np.float32)
+        self._total = int(terms.counts.sum())
+        if not len(terms.codes):
+            return
+        order = np.argsort(terms.codes, kind="stable")  # each term's rows stay ascending
+        rows, values = documents[order], values[order]
+        found = np.bincount(terms.codes, minlength=len(terms.vocabulary))
+        bounds = np.concatenate(([0], np.cumsum(found)))
+        self._arrays = {
+            term: (rows[bounds[code] : bounds[code + 1]], values[bounds[code] : bounds[code + 1]])
+            for code, term in enumerate(terms.vocabulary)
+            if found[code]
+        }
+        self._frozen = set(self._arrays)
+
+    def terms(self, ids: Sequence[str]) -> Terms:
+        """The term counts of documents ``ids`` (held), in that order."""
+        vocabulary: dict[str, int] = {}
+        codes: list[int] = []
+        counts: list[int] = []
+        offsets = [0]
+        for doc_id in ids:
+            for term, n in self._counts(self._row[doc_id]).items():
+                codes.append(vocabulary.setdefault(term, len(vocabulary)))
+                counts.append(n)
+            offsets.append(len(codes))
+        return Terms(
+            list(vocabulary),
+            np.asarray(offsets, dtype=np.int64),
+            np.asarray(codes, dtype=np.int32),
+            np.asarray(counts, dtype=np.int32),
+        )
+
+    def _counts(self, row: int) -> dict[str, int]:
+        """The term counts of the document in ``row``."""
+        counts = self._terms[row]
+        if counts is None:
+            base = self._base
+            assert base is not None
+            start, end = int(base.offsets[row]), int(base.offsets[row + 1])
+            codes, numbers = base.codes[start:end].tolist(), base.counts[start:end].tolist()
+            counts = {base.vocabulary[c]: int(n) for c, n in zip(codes, numbers, strict=True)}
+            self._terms[row] = counts
+        return counts
+
+
+class Terms(msgspec.Struct, frozen=True):
+    """The terms of documents, counted: document ``i`` holds terms
+    ``vocabulary[codes[offsets[i]:offsets[i + 1]]]``, each ``counts`` times (what
+    ``lexical_tokens`` gives; kept in the memory's index snapshot)."""
+
+    vocabulary: list[str]
+    offsets: np.ndarray
+    codes: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> Terms:
+        vocabulary: dict[str, int] = {}
+        codes: list[int] = []
+        counts: list[int] = []
+        offsets = [0]
+        for text in texts:
+            own: dict[int, int] = {}
+            for term in lexical_tokens(text):
+                code = vocabulary.setdefault(term, len(vocabulary))
+                own[code] = own.get(code, 0) + 1
+            codes.extend(own)
+            counts.extend(own.values())
+            offsets.append(len(codes))
+        return cls(
+            list(vocabulary),
+            np.asarray(offsets, dtype=np.int64),
+            np.asarray(codes, dtype=np.int32),
+            np.asarray(counts, dtype=np.int32),
+        )
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def take(self, rows: np.ndarray) -> Terms:
+        """The documents ``rows``, in that order (the vocabulary shared)."""
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        sizes = ends - starts
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        picks = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
+        return Terms(self.vocabulary, offsets, self.codes[picks], self.counts[picks])
+
+    def plus(self, other: Terms) -> Terms:
+        """These documents, then ``other``'s (its terms coded in this vocabulary)."""
+        vocabulary = {term: code for code, term in enumerate(self.vocabulary)}
+        recode = np.fromiter(
+            (vocabulary.setdefault(t, len(vocabulary)) for t in other.vocabulary),
+            dtype=np.int32,
+            count=len(other.vocabulary),
+        )
+        return Terms(
+            list(vocabulary),
+            np.concatenate([self.offsets, other.offsets[1:] + self.offsets[-1]]),
+            np.concatenate([self.codes, recode[other.codes]]).astype(np.int32),
+            np.concatenate([self.counts, other.counts]).astype(np.int32),
+        )

@@ -22,6 +22,7 @@ import msgspec
 from xai._files import write_atomic
 from xai.exceptions import ConfigurationError, NotOpenError, StateFileError
 from xai.logs import get_logger
+from xai.memory import _snapshot
 from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
@@ -99,6 +100,9 @@ class LongTermMemory:
         self._names = collection_names(namespace if store is not None else None)
         self._lazy_index = lazy_index
         self._opening: anyio.Lock | None = None
+        self._snapshot_store: IndexStore | None = None
+        self._snapshot_at: tuple[int, int] | None = None
+        """The facts' and episodes' generations the snapshot on disk holds."""
 
     @property
     def embedder(self) -> Embedder:
@@ -164,10 +168,14 @@ class LongTermMemory:
             store = self._store or self._shared_store or IndexStore.local(self.directory / "index")
             facts, episodes = self._names
             own = self._shared_store is None
+            snapshot = await self._read_snapshot(store)
             try:
-                index, indexed, store = await anyio.to_thread.run_sync(
-                    functools.partial(open_index, store, facts, self.embedder, own=own)
-                )
+                opening = functools.partial(
+                    open_index, store, facts, self.embedder, own=own,
+                    snapshot=snapshot.facts if snapshot is not None else None,
+                    suspects=self._suspects,
+                )  # fmt: skip
+                index, indexed, store = await anyio.to_thread.run_sync(opening)
                 self._store = store
                 episode_index = await anyio.to_thread.run_sync(
                     EpisodeIndex.open, store, episodes, self.embedder
@@ -184,12 +192,20 @@ class LongTermMemory:
                 await self._reconcile(indexed)
                 await self._prune_episodes()
                 known = self._searchable(self._episodes)
-                await episode_index.repair(known)
+                await episode_index.repair(
+                    known, snapshot.episodes if snapshot is not None else None
+                )
                 # Episodes recorded while it was repaired found no index to queue them in:
                 # queued here, with no await before it is published, so none is missed.
                 seen = {e.id for e in known}
                 episode_index.add([e for e in self._searchable(self._episodes) if e.id not in seen])
                 self._episode_index = episode_index
+                self._snapshot_store = store
+                exact = index.from_snapshot and episode_index.from_snapshot
+                # the snapshot on disk holds this (else one is written at close, when large)
+                self._snapshot_at = (
+                    (self.fact_store.version, episode_index.changes) if exact else None
+                )
                 if not (self.directory / _EMBEDDER_FILE).exists():
                     data = msgspec.json.encode({"embedder": self.embedder.name})
                     await anyio.to_thread.run_sync(
@@ -227,7 +243,74 @@ class LongTermMemory:
         if store is not None and store is not self._shared_store:
             await anyio.to_thread.run_sync(store.close)
 
+    async def _read_snapshot(self, store: IndexStore) -> _snapshot.IndexSnapshot | None:
+        if store.path is None:  # a server: other hosts may write to it
+            return None
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                _snapshot.read,
+                self.directory / _snapshot.SNAPSHOT_FILE,
+                embedder=self.embedder.name,
+                where=store.where,
+                names=self._names,
+                ledger=self.fact_store.path,
+                episodes_file=self._episodes.path,
+            )
+        )
+
+    def _suspects(self, part: _snapshot.Part) -> set[str]:
+        """Facts whose index entry may differ from the snapshot's: every change to the
+        index follows a ledger decision giving the fact a new version."""
+        facts = self.fact_store.facts
+        known = dict(zip(part.ids, part.versions or (), strict=True))
+        out = {
+            i
+            for i, version in known.items()
+            if (f := facts.get(i)) is None or f.status != "active" or f.version != version
+        }
+        out.update(i for i, f in facts.items() if f.status == "active" and i not in known)
+        return out
+
+    async def write_snapshot(self) -> bool:
+        """Write the indexes' snapshot now (``_snapshot``; done at close when the memory
+        holds at least ``MIN_ITEMS`` facts and episodes and changed since its last
+        snapshot). Whether one was written."""
+        index, episode_index, store = (
+            self.fact_store.index,
+            self._episode_index,
+            self._snapshot_store,
+        )
+        if index is None or episode_index is None or store is None or store.path is None:
+            return False
+        generation = (self.fact_store.version, episode_index.changes)
+        if self._snapshot_at == generation:
+            return False
+        facts, episodes = index.snapshot_part(), episode_index.snapshot_part()
+        write = functools.partial(
+            _snapshot.write,
+            self.directory / _snapshot.SNAPSHOT_FILE,
+            embedder=self.embedder.name, where=store.where, names=self._names,
+            ledger=_snapshot.mark(self.fact_store.path),
+            episodes_file=_snapshot.mark(self._episodes.path),
+            facts=facts, episodes=episodes, sync=self._sync,
+        )  # fmt: skip
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(write)
+        self._snapshot_at = generation
+        _log.info("memory.snapshot_written", facts=len(facts.ids), episodes=len(episodes.ids))
+        return True
+
     async def close(self) -> None:
+        episode_index = self._episode_index
+        if (
+            episode_index is not None
+            and self.fact_store.index is not None
+            and len(self.fact_store.facts) + len(episode_index.corpus) >= _snapshot.MIN_ITEMS
+        ):
+            try:
+                await self.write_snapshot()
+            except OSError as exc:  # derived data: the next open reads chromadb instead
+                _log.warning("memory.snapshot_failed", error=f"{type(exc).__name__}: {exc}")
         self._episodes.close()
         self._episode_index = None
         self.fact_store.close()
