@@ -12,6 +12,7 @@ from xai.memory._writer import FactStore
 __all__ = ["Maintenance"]
 
 _DAY = 86_400.0
+_WIDTH: dict[ForgetScope, int] = {"fact": 0, "evidence": 1, "erase": 2}
 
 
 class Maintenance:
@@ -37,7 +38,7 @@ class Maintenance:
             if fact is None:
                 raise FactNotFoundError(fact_id)
             if fact.status == "forgotten" and (  # decided once, under the lock: never twice
-                fact.forget_scope == scope or fact.forget_scope == "evidence"
+                fact.forget_scope == scope or _WIDTH[fact.forget_scope or "fact"] > _WIDTH[scope]
             ):
                 raise FactForgottenError(fact_id)
             gone = msgspec.structs.replace(

@@ -26,6 +26,7 @@ from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
+from xai.memory._erase import Erasure, erase_fact
 from xai.memory._index import open_index
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
@@ -410,12 +411,26 @@ class LongTermMemory:
     ) -> Decision:
         """Forget the fact (one ``forget`` decision; ``FactForgottenError`` if it was already,
         with this scope or a wider one). ``scope="evidence"``: what was said goes too, its
-        evidence episodes leave the search index (they stay in ``episodes.jsonl``)."""
+        evidence episodes leave the search index (they stay in ``episodes.jsonl``);
+        ``"erase"``: the text of both leaves every file of the memory (``erase``)."""
+        if scope == "erase":
+            return (await self.erase(fact_id, reason)).decision
         decision = await self._maintenance.forget(fact_id, reason, scope)
         if scope == "evidence" and self._episode_index is not None:
             gone = [e for f in decision.facts for e in f.evidence]
             await self._episode_index.remove(gone)
         return decision
+
+    async def erase(self, fact_id: str, reason: str = "erased on request") -> Erasure:
+        """Forget the fact and erase its text and its evidence's from the ledger, the
+        episodes and the index (``_erase`` says how); the needles come back, to scrub
+        other files with (an Agent's Sessions)."""
+        await self._ensure_index()
+        store = self._store if self._shared_store is None else self._shared_store
+        return await erase_fact(
+            self.fact_store, self._episodes, self._episode_index,
+            store.path if store is not None else None, fact_id, reason,
+        )  # fmt: skip
 
     def _searchable(self, episodes: Iterable[Episode]) -> list[Episode]:
         """``episodes`` less those forgotten with their fact."""

@@ -28,9 +28,10 @@ Tier: TypeAlias = Literal["L1", "L2"]
 
 FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
 
-ForgetScope: TypeAlias = Literal["fact", "evidence"]
+ForgetScope: TypeAlias = Literal["fact", "evidence", "erase"]
 """What ``forget`` removes: ``fact``, the fact only (search, prefix); ``evidence``, the fact
-and what was said (its evidence episodes leave the search index too)."""
+and what was said (its evidence episodes leave the search index too); ``erase``, the text of
+both from every store on disk (the ledger keeps its hash and the reason)."""
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
