@@ -176,3 +176,16 @@ async def test_erase_leaves_the_sentence_in_no_file_of_the_agent(
         found = texts(await agent.memory.search("What is my sister's name?", 20))
         assert not any("Anastasia" in t for t in found), found
     assert files_holding(tmp_path, "Anastasia") == []
+
+
+async def test_erase_through_mcp(tmp_path: Path) -> None:
+    async with Agent(tmp_path, ScriptedProvider([]), config=rules()) as agent:
+        sister = await tell(agent.memory, "s1", SISTER)
+        async with Client(agent_mcp_server(agent)) as client:
+            reply = await client.call_tool("forget", {"fact_id": sister, "scope": "erase"})
+            assert data(reply)["decision"] == "forget"
+            again = await client.call_tool("forget", {"fact_id": sister, "scope": "evidence"})
+            assert data(again)["decision"] != "forget"  # already, with a wider scope
+            shown = data(await client.call_tool("search_memory", {"query": "sister", "k": 20}))
+            assert not any("Ana" in h["text"] for h in shown), shown
+    assert files_holding(tmp_path, SISTER) == []
