@@ -31,6 +31,7 @@ from xai.memory._index import open_index
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
+from xai.memory._recency import RECALLED_FILE, Recency
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
 from xai.memory._types import (
@@ -40,6 +41,7 @@ from xai.memory._types import (
     ForgetScope,
     MemoryConfig,
     MemoryHit,
+    ScoredFact,
     Tier,
 )
 from xai.memory._validity import EpisodeValidity
@@ -85,7 +87,8 @@ class LongTermMemory:
         )
         """The facts and the one way they change (the ledger, then the index)."""
         self._adjudicator = Adjudicator(self.fact_store, judge)
-        self._maintenance = Maintenance(self.fact_store)
+        self._recency = Recency(self.directory / RECALLED_FILE)
+        self._maintenance = Maintenance(self.fact_store, self._recency)
         self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
         self._sync = sync
         self._order: tuple[int, PrefixOrder] | None = None
@@ -149,6 +152,7 @@ class LongTermMemory:
             )
         await anyio.to_thread.run_sync(self._check_embedder)
         await self.fact_store.open()
+        await anyio.to_thread.run_sync(self._recency.load)
         self._opening = anyio.Lock()
         if not self._lazy_index:
             await self._ensure_index()
@@ -229,6 +233,8 @@ class LongTermMemory:
             await anyio.to_thread.run_sync(store.close)
 
     async def close(self) -> None:
+        if self._opening is not None:  # (open)
+            await anyio.to_thread.run_sync(self._recency.save)
         self._episodes.close()
         self._episode_index = None
         self.fact_store.close()
@@ -344,12 +350,16 @@ class LongTermMemory:
             weights = msgspec.structs.replace(
                 self.config.recall, lexical=self.config.lexical_weight
             )
-            return await search_hits(
+            hits = await search_hits(
                 query, self._embed_query, k, facts=self.fact_store.facts, index=index,
                 lexicon=await self.fact_store.lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
                 validity=self.validity(), current_only=current_only,
             )  # fmt: skip
+            self._recency.touch(
+                (h.fact.id for h in hits if isinstance(h, ScoredFact)), self.clock()
+            )
+            return hits
 
     def validity(self) -> EpisodeValidity:
         """Which episodes are stale (made again after a write)."""
@@ -390,6 +400,9 @@ class LongTermMemory:
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
+        self._recency.touch(
+            (f.id for t in order.tiers.values() for f in t if f"- {f.text}" in text), now
+        )
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
 
@@ -438,5 +451,9 @@ class LongTermMemory:
         return [e for e in episodes if e.id not in withdrawn]
 
     async def maintain(self) -> list[Decision]:
-        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
-        return await self._maintenance.maintain()
+        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts;
+        demote, then forget, what went unused (``demote_unused_days``,
+        ``forget_unused_days``); write when facts were last recalled."""
+        decisions = await self._maintenance.maintain()
+        await anyio.to_thread.run_sync(self._recency.save)
+        return decisions
