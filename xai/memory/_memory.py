@@ -86,7 +86,7 @@ class LongTermMemory:
             index_lost=self._index_lost,
         )
         """The facts and the one way they change (the ledger, then the index)."""
-        self._adjudicator = Adjudicator(self.fact_store, judge)
+        self._adjudicator = Adjudicator(self.fact_store, judge, self._evidence_texts)
         self._recency = Recency(self.directory / RECALLED_FILE)
         self._maintenance = Maintenance(self.fact_store, self._recency)
         self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
@@ -433,6 +433,9 @@ class LongTermMemory:
             gone = [e for f in decision.facts for e in f.evidence]
             await self._episode_index.remove(gone)
         return decision
+
+    def _evidence_texts(self, ids: Sequence[str]) -> list[str]:
+        return [e.text for e in (self._episodes.get(i) for i in ids) if e is not None]
 
     async def erase(self, fact_id: str, reason: str = "erased on request") -> Erasure:
         """Forget the fact and erase its text and its evidence's from the ledger, the

@@ -178,6 +178,13 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     Adjudication never deletes an episode; only this and ``max_episodes`` do."""
     max_episodes: int | None = None
     """At most this many episodes are kept; the oldest go first (None: no cap)."""
+    check_support: bool = True
+    """Drop a candidate its cited episodes do not support (``_support``): neither
+    ``support_overlap`` of its content words in them nor ``support_similarity``."""
+    support_overlap: float = 0.55
+    """Chosen on the choice half of ``tests/data/support.jsonl`` (``bench/support.py``)."""
+    support_similarity: float = 0.5
+    """Chosen with ``support_overlap``: the cosine of candidate and evidence (MiniLM)."""
     demote_unused_days: float | None = None
     """Forgetting by policy (``maintain``): an active stable (L2) fact neither recalled
     (found by a search or put in a prefix) nor reinforced for this long is demoted to L1,
