@@ -13,7 +13,8 @@ from tests.serve_helpers import listening
 from tests.session_helpers import extraction_responder
 from tests.test_agent import echo, judge_adds
 from tests.test_memory_forget_scopes import files_holding
-from tests.test_serve import open_session
+from tests.test_serve import open_session, read
+from tests.test_serve_idempotency import inputs_until
 from xai.agent import AgentHost, ReadAgentEvents
 from xai.events import MemoryDecided
 from xai.providers import OpenAIProvider
@@ -42,9 +43,11 @@ async def test_forget_scopes_over_http_and_erase_leaves_no_file_holding_it(
     ):
         session = await open_session(client)
         events = await host.stream(ReadAgentEvents(agent_id="ada"))
-        sent = await client.post(f"/agents/ada/sessions/{session}/messages", json={"text": SECRET})
+        path = f"/agents/ada/sessions/{session}"
+        sent = await client.post(path + "/messages", json={"text": SECRET})
         assert sent.status_code == 202, sent.text
-        assert (await client.delete(f"/agents/ada/sessions/{session}")).status_code < 300
+        await read(client, path + "/events", inputs_until(SECRET))  # the turn is done
+        assert (await client.delete(path)).status_code < 300
         async for event in events:  # the Session's point, adjudicated on its close
             if isinstance(event.event, MemoryDecided):
                 break
