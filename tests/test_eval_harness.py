@@ -155,6 +155,12 @@ async def test_the_xai_backend_goes_through_sessions_and_adjudication(
         assert sum("[xai:memory-extraction]" in json.dumps(b) for b in bodies) == 4
         ledger = backend._agent.memory.ledger()
         assert {d.kind for d in ledger} == {"add"}  # distinct turns stay distinct facts
+        assert {d.candidate.text for d in ledger if d.candidate} == {
+            "I adopted a puppy called Rex last week!",
+            "Lovely! I started learning the violin.",
+            "My violin teacher is strict. [shares a photo: a violin case]",
+            "Rex chewed my shoes.",
+        }  # (the last one once ran on into the request's closing line)
         assert {e for d in ledger if d.candidate for e in d.candidate.evidence} == {
             "D1:1",
             "D1:2",
