@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import anyio
-
 from longmem_synth import write
+
 from xai.eval import HybridRetrieval, NullMemory, TurnVectorRAG, XaiAgentMemory, load_longmemeval
 from xai.eval._scripted import EvalModel
 from xai.memory import LocalMiniLM

@@ -618,7 +618,7 @@ async def test_the_xai_backend_keeps_an_assistant_turn_that_opens_a_session(
         ]
         assert episodes[0].seq < episodes[1].seq
         found = await backend.retrieve("When does my flight to Oslo leave?")
-        assert found.ranked[0] == "s1:0"
+        assert found.ranked is not None and found.ranked[0] == "s1:0"
     finally:
         await backend.aclose()
         await provider.aclose()
