@@ -8,8 +8,13 @@ is the held-out figure. Turn recall@10 and session recall@10 for both.
 Published anchors (LoCoMo paper, Table 3, DRAGON): 56.7 @5, 66.2 @10; plain
 all-MiniLM-L6-v2: 48.0 @10. Goal for the library's retrieval: >= 80 @10 on 5-9.
 
-    python bench/locomo_recall.py [--data PATH] [--samples 0-4]
-    (default data: ../shared/data/locomo10.json; samples: all)
+    python bench/locomo_recall.py [--data PATH] [--samples 0-4]   # the choice half
+    python bench/locomo_recall.py --final                         # the held-out report
+
+By default only the choice half (conversations 0-4) runs: every tuning run reads it and
+nothing else. ``--final`` runs conversations 5-9 alone, the held-out figure, to be run
+once, after every value is fixed on 0-4 (``--samples`` beyond 4 is refused without it).
+(default data: ../shared/data/locomo10.json)
 
 The last line is one JSON object with the figures.
 """
@@ -29,6 +34,10 @@ from xai.eval import BEST, CONFIGS, ConversationIndex, load_locomo, recall_at, s
 from xai.memory import local_minilm
 
 KS = (5, 10, 25, 50)
+CHOICE = range(0, 5)
+"""The conversations every retrieval value is chosen on."""
+HELD_OUT = range(5, 10)
+"""Read only by ``--final``."""
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 
 
@@ -116,6 +125,18 @@ def _samples(text: str | None) -> set[int] | None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT)
-    parser.add_argument("--samples", help="conversations to run, e.g. 0-4 or 5,6 (default: all)")
+    parser.add_argument(
+        "--samples", help="conversations of the choice half to run, e.g. 0-2 (default: 0-4)"
+    )
+    parser.add_argument(
+        "--final",
+        action="store_true",
+        help="the held-out report: conversations 5-9 (run once, with every value fixed)",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.data, _samples(args.samples))
+    chosen = _samples(args.samples) or set(CHOICE)
+    if args.final:
+        chosen = set(HELD_OUT) if args.samples is None else chosen
+    elif not chosen <= set(CHOICE):
+        parser.error("conversations 5-9 are the held-out report: pass --final")
+    anyio.run(main, args.data, chosen)

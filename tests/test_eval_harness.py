@@ -155,6 +155,12 @@ async def test_the_xai_backend_goes_through_sessions_and_adjudication(
         assert sum("[xai:memory-extraction]" in json.dumps(b) for b in bodies) == 4
         ledger = backend._agent.memory.ledger()
         assert {d.kind for d in ledger} == {"add"}  # distinct turns stay distinct facts
+        assert {d.candidate.text for d in ledger if d.candidate} == {
+            "I adopted a puppy called Rex last week!",
+            "Lovely! I started learning the violin.",
+            "My violin teacher is strict. [shares a photo: a violin case]",
+            "Rex chewed my shoes.",
+        }  # (the last one once ran on into the request's closing line)
         assert {e for d in ledger if d.candidate for e in d.candidate.evidence} == {
             "D1:1",
             "D1:2",
@@ -573,6 +579,46 @@ async def test_the_xai_backend_replays_the_assistant_turns_with_speakers_and_tim
         noon = dt.datetime(2023, 5, 20, 12, tzinfo=dt.UTC).timestamp()
         assert [e.at for e in episodes] == [noon, noon, noon + 2]
         assert backend._alias == {episodes[1].id: "s1:1"}
+    finally:
+        await backend.aclose()
+        await provider.aclose()
+
+
+async def test_the_xai_backend_keeps_an_assistant_turn_that_opens_a_session(
+    tmp_path: Path, openai_server: OpenAIWireServer
+) -> None:
+    """Bug (issue 29): an assistant turn with no input before it (one that opens a session,
+    as in three LongMemEval questions whose evidence is there) was dropped. It is kept as
+    an episode of the assistant before the session's first, found by search, ranked as the
+    dataset's id."""
+    model = EvalModel()
+    openai_server.script.add_responder(model)
+    provider = openai_server.provider(retry=FAST_RETRY, timeout=5.0)
+    session = EvalSession(
+        id="s1",
+        date="2023/05/20 (Sat) 02:21",
+        messages=(
+            EvalMessage(id="s1:0", speaker="assistant", text="Your flight to Oslo leaves at 7."),
+            EvalMessage(id="s1:1", speaker="user", text="Which tea helps me sleep?"),
+            EvalMessage(id="s1:2", speaker="assistant", text="Try chamomile before bed."),
+        ),
+    )
+    backend = XaiAgentMemory(tmp_path / "xai", provider, local_minilm(), replies=model)
+    try:
+        for message in session.messages:
+            await backend.ingest(message, session)
+        await backend.flush()
+        memory = backend._agent.memory
+        (sid,) = memory.episodes.sessions()
+        episodes = memory.episodes.in_session(sid)
+        assert [(e.origin, e.text) for e in episodes] == [
+            ("assistant", "Your flight to Oslo leaves at 7."),
+            ("user", "Which tea helps me sleep?"),
+            ("assistant", "Try chamomile before bed."),
+        ]
+        assert episodes[0].seq < episodes[1].seq
+        found = await backend.retrieve("When does my flight to Oslo leave?")
+        assert found.ranked is not None and found.ranked[0] == "s1:0"
     finally:
         await backend.aclose()
         await provider.aclose()

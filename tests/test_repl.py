@@ -178,6 +178,10 @@ def test_the_repl_speaks_to_a_person_not_in_python(tmp_path: Path) -> None:
         child.expect(shown("this conversation: 0 tokens in, 0 out ("))
         child.sendline("/forget f-nothing")
         child.expect(shown("error: no fact 'f-nothing'\r"))
+        child.sendline("/forget f-nothing erase")  # the scopes of Agent.forget
+        child.expect(shown("error: no fact 'f-nothing'\r"))
+        child.sendline("/forget f-nothing everything")
+        child.expect(shown("error: a scope is one of fact, evidence, erase\r"))
         child.sendline("/quit")  # the conversation's extraction runs (and fails) first
         child.expect(shown("bye."))
         child.expect(pexpect.EOF)

@@ -180,7 +180,11 @@ async def serving(root: Path, model: OpenAIWireServer) -> AsyncIterator[Served]:
 
 
 class Site:
-    def __init__(self, served: Served, portal: anyio.from_thread.BlockingPortal) -> None:
+    def __init__(
+        self, served: Served, portal: anyio.from_thread.BlockingPortal, root: Path
+    ) -> None:
+        self.root = root
+        """The host's directory (an Agent's is ``root / AGENT``)."""
         self.url = served.url
         self.direct = served.direct
         self.login = served.login
@@ -215,7 +219,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             anyio.from_thread.start_blocking_portal("asyncio") as portal,
             portal.wrap_async_context_manager(serving(root, model)) as served,
         ):
-            yield Site(served, portal)
+            yield Site(served, portal, root)
 
 
 @pytest.fixture(scope="module")
@@ -446,9 +450,44 @@ def test_forget_removes_the_fact(page: Page) -> None:
     page.get_by_role("tab", name="Memory").click()
     fact = page.locator("li.fact", has_text="green tea")
     fact.get_by_role("button", name="Forget").press("Enter")  # from the keyboard
+    choices = fact.get_by_role("group", name="Forget this fact")
+    expect(choices).to_contain_text("The fact only")  # a confirm step, saying what goes
+    expect(choices).to_contain_text("Erase everywhere")
+    expect(choices).to_contain_text("the ledger keeps only a hash")
+    expect(choices.get_by_role("radio", name=re.compile("The fact only"))).to_be_focused()
+    choices.get_by_role("button", name="Confirm forget").press("Enter")
     expect(fact).to_have_count(0)
     expect(page.locator("#live")).to_contain_text("Forgotten")
     expect(page.locator("#view-memory :focus")).to_have_count(1)  # focus not lost to <body>
+
+
+ERASED = "I like hibiscus tea from Okinawa"
+
+
+def test_forget_with_erase_removes_the_text_from_every_file(page: Page, site: Site) -> None:
+    open_session(page, "erasing")
+    send(page, ERASED)
+    expect(turn_of(page, "hibiscus")).to_have_attribute("data-status", "completed")
+    page.get_by_role("button", name="Close Session").click()
+    expect(page.locator("#transcript")).to_contain_text("Session closed")
+    page.get_by_role("tab", name="Memory").click()
+    fact = page.locator("li.fact", has_text="hibiscus")
+    fact.get_by_role("button", name="Forget").click()
+    fact.get_by_role("radio", name=re.compile("Erase everywhere")).check()
+    fact.get_by_role("button", name="Cancel").click()  # asked, not done
+    expect(fact).to_have_count(1)
+    fact.get_by_role("button", name="Forget").click()
+    fact.get_by_role("radio", name=re.compile("Erase everywhere")).check()
+    fact.get_by_role("button", name="Confirm forget").click()
+    expect(fact).to_have_count(0)
+    expect(page.locator("#live")).to_contain_text("Erased")
+    agent = site.root / AGENT
+    held = [
+        str(p.relative_to(agent))
+        for p in agent.rglob("*")
+        if p.is_file() and b"hibiscus tea from Okinawa" in p.read_bytes()
+    ]
+    assert held == []
 
 
 def test_wakeups_pause_resume_and_fire_live(page: Page, site: Site, shots: Path) -> None:

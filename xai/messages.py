@@ -303,7 +303,16 @@ class Episode(msgspec.Struct, frozen=True, kw_only=True):
 CloseReason: TypeAlias = Literal["closed", "error", "owner_shutdown", "cancelled"]
 
 DecisionKind: TypeAlias = Literal[
-    "add", "reinforce", "merge", "supersede", "drop", "promote", "decay", "compact", "forget"
+    "add",
+    "reinforce",
+    "merge",
+    "supersede",
+    "drop",
+    "promote",
+    "decay",
+    "compact",
+    "forget",
+    "demote",
 ]
 """What the Agent decided about a memory candidate (or a maintenance step): the kind of a
 ledger ``Decision`` and of a ``MemoryDecided`` event."""

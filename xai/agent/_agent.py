@@ -48,6 +48,7 @@ from xai.agent._config import (
     make_memory,
     with_turn_cap,
 )
+from xai.agent._erase import erase_everywhere
 from xai.agent._identity import AgentInfo, read_identity, settle_identity
 from xai.agent._lifecycle import AgentState, Lifecycle
 from xai.agent._lock import DirectoryLock
@@ -366,10 +367,15 @@ class Agent(AsyncContextManagerMixin):
     ) -> Decision:
         """Forget the fact ``fact_id`` (one ledger decision, announced): with ``scope="fact"``
         it leaves search and the prefix; with ``"evidence"`` what was said goes too (its
-        evidence episodes leave search). ``FactNotFoundError`` if there is none;
+        evidence episodes leave search); with ``"erase"`` the text of both leaves every file
+        under the Agent's directory (``_erase``; open Sessions' files are left). ``FactNotFoundError`` if there is none;
         ``FactForgottenError`` (a subclass) if it was forgotten already (with that scope or
         a wider one): concurrent requests to forget one fact make exactly one decision."""
-        forgetting = self.memory.forget(fact_id, reason, scope=scope)
+        forgetting = (
+            erase_everywhere(self.memory, self.directory, set(self.sessions), fact_id, reason)
+            if scope == "erase"
+            else self.memory.forget(fact_id, reason, scope=scope)
+        )
         (decision,) = await self._adjudication.announced(forgetting)
         return decision
 

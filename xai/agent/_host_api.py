@@ -45,7 +45,7 @@ from xai.agent._ids import check_id
 from xai.agent._mood_view import MoodView
 from xai.agent._wakeups import Wakeup
 from xai.events import AgentEvent, SessionEvent
-from xai.memory import Fact, MemoryHit
+from xai.memory import Fact, ForgetScope, MemoryHit
 from xai.messages import ApprovalDecision, CloseReason, Origin, PendingApproval
 
 __all__ = [
@@ -245,6 +245,10 @@ class Forget(HostWrite[Fact | None], frozen=True, kw_only=True, tag="forget"):
 
     fact_id: str
     reason: str = "forgotten from the web page"
+    scope: ForgetScope = "fact"
+    """What goes (``Agent.forget``): ``fact``, ``evidence`` or ``erase``. A fact forgotten
+    with a narrower scope may be forgotten again with a wider one; ``None`` if it was
+    forgotten with this scope or a wider one already."""
 
 
 # -- wake-ups and usage ----------------------------------------------------------------

@@ -60,6 +60,7 @@ from xai.agent._mood_view import mood_view
 from xai.events import AgentEvent, SessionEvent
 from xai.exceptions import (
     AgentNotFoundError,
+    FactForgottenError,
     IdempotencyKeyReusedError,
     UsageError,
     WakeupNotFoundError,
@@ -156,9 +157,13 @@ async def _handle(agent: Agent, request: AgentRequest) -> object:
             return await fact_detail(agent, request.fact_id)
         case Forget():
             fact = agent.memory.get(request.fact_id)
-            if fact is None or fact.status != "active":
+            if fact is None or fact.status not in ("active", "forgotten"):
                 return None
-            return (await agent.forget(request.fact_id, request.reason)).facts[0]
+            try:
+                forgetting = agent.forget(request.fact_id, request.reason, scope=request.scope)
+                return (await forgetting).facts[0]
+            except FactForgottenError:
+                return None
         case ListWakeups():
             return wakeup_views(agent.scheduler.list())
         case AddWakeup():

@@ -51,13 +51,16 @@ from xai.tools import ToolSet
 
 __all__ = ["HELP", "run_chat"]
 
+_SCOPES: dict[str, ForgetScope] = {"fact": "fact", "evidence": "evidence", "erase": "erase"}
+
 HELP = (
     """commands:
   /help                      this list
   /new                       close this conversation (it is remembered) and start another
   /sessions                  open Sessions
   /memory [query]            what the Agent remembers (tier, times seen, from which Sessions)
-  /forget ID [evidence]      forget a fact (evidence: and what was said)
+  /forget ID [SCOPE]         forget a fact; SCOPE evidence: and what was said; erase: its
+                             text leaves every file (after /new), the ledger keeps a hash
   /persona                   who the Agent is
   /wake                      list wake-ups
   /wake add every SECONDS TEXT | in SECONDS TEXT | cron "EXPR" TEXT
@@ -122,10 +125,13 @@ class Repl:
         elif name == "/memory":
             await self._memory(" ".join(args))
         elif name == "/forget" and args:
-            scope: ForgetScope = "evidence" if args[1:] == ["evidence"] else "fact"
+            scope = _SCOPES.get(args[1] if len(args) > 1 else "fact")
+            if scope is None:
+                self.render.line(f"error: a scope is one of {', '.join(_SCOPES)}")
+                return True
             try:
                 await agent.forget(args[0], scope=scope)
-                self.render.line(f"forgotten: {args[0]}")
+                self.render.line(f"{'erased' if scope == 'erase' else 'forgotten'}: {args[0]}")
             except FactForgottenError:
                 self.render.line(f"already forgotten: {args[0]}")
             except FactNotFoundError as exc:

@@ -37,6 +37,7 @@ import numpy as np
 from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
 from xai.eval._retrieval import BEST, Config, ConversationIndex
 from xai.memory import Embedder, ScoredEpisode, ScoredFact, query_embedding, session_date
+from xai.messages import Episode
 from xai.providers import Provider
 
 
@@ -325,6 +326,32 @@ class _ReplayClock:
         await anyio.sleep(max(0.0, deadline - self.now()))
 
 
+def _unasked(
+    turns: list[tuple[int, EvalMessage]], played: list[Episode], session_id: str, start: float
+) -> list[Episode]:
+    """Episodes for assistant turns no input came before: one that opens the session is
+    placed before its first episode, one after another reply right after that reply's
+    episode (``seq``: the session's order, so neighbours stay neighbours)."""
+    first = min((e.seq for e in played), default=0)
+    last = max((e.seq for e in played), default=-1)
+    out: list[Episode] = []
+    for n, (i, message) in enumerate(turns):
+        seq = first - len(turns) + n if i == n else last + 1 + n
+        out.append(
+            Episode(
+                id=message.id,
+                session_id=session_id,
+                turn=0,
+                seq=seq,
+                origin="assistant",
+                speaker="assistant",
+                text=message.text,
+                at=start + i,
+            )
+        )
+    return out
+
+
 class XaiAgentMemory:
     """xai's Agent memory: dataset sessions become Agent Sessions; their closing
     adjudicates L1 candidates into long-term memory, which answers questions.
@@ -423,11 +450,16 @@ class XaiAgentMemory:
         )
         messages = [m for m, _ in buffer]
         answered: dict[str, str] = {}  # dataset id of a user turn -> of the reply it got
+        unasked: list[tuple[int, EvalMessage]] = []
+        """Assistant turns with no input before them (one that opens a session, or a
+        second in a row): no Session turn can answer them, so they are recorded as they are."""
         live = await agent.open_session(f"conversation of {session.date or session.id}")
         try:
             for i, message in enumerate(messages):
                 if _is_assistant(message):
-                    continue  # replayed as the answer to the input before it
+                    if i == 0 or _is_assistant(messages[i - 1]):
+                        unasked.append((i, message))
+                    continue  # else replayed as the answer to the input before it
                 following = messages[i + 1] if i + 1 < len(messages) else None
                 if self.replies is not None and following is not None and _is_assistant(following):
                     self.replies.expect(message.text, following.text)
@@ -439,6 +471,10 @@ class XaiAgentMemory:
             await live.close()  # finalising: the candidates are adjudicated before this returns
             self._clock.at = None
         episodes = agent.memory.episodes.in_session(live.id)
+        if unasked:
+            await agent.memory.record_episodes(
+                _unasked(unasked, episodes, live.id, start if start is not None else time.time())
+            )
         input_of_turn = {e.turn: e.id for e in episodes if e.origin != "assistant"}
         for episode in episodes:
             if episode.origin == "assistant" and input_of_turn.get(episode.turn) in answered:

@@ -39,8 +39,15 @@ def _text(message: Mapping[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+_TRAILER = "\n\nThe USER message ids above: "
+"""Where the extraction request's closing line starts (``xai.session._extraction``): the
+last message's text once ran on into it, and became a candidate with it."""
+
+
 def _user_messages(rendered: str) -> list[tuple[str, str]]:
-    """(id, text) of each user message in an extraction request (texts may span lines)."""
+    """(id, text) of each user message in an extraction request (texts may span lines;
+    the request's closing line is not part of the last one)."""
+    rendered = rendered.rpartition(_TRAILER)[0] or rendered
     headers = list(_HEADER.finditer(rendered))
     out = []
     for header, following in zip(headers, [*headers[1:], None], strict=True):

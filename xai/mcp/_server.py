@@ -160,11 +160,15 @@ def agent_mcp_server(agent: Agent, *, name: str = "xai-agent") -> MCPServer:
         fact_id: str,
         scope: Annotated[
             ForgetScope,
-            Field(description="fact: the fact only; evidence: also what was said (its turns)"),
+            Field(
+                description="fact: the fact only; evidence: also what was said (its turns); "
+                "erase: the text of both leaves every file of the Agent (a hash stays)"
+            ),
         ] = "fact",
     ) -> Forgotten:
         """Forget one fact (by the id search_memory or recent_facts gave); with scope
-        evidence, what the user said that it came from leaves the search too."""
+        evidence, what the user said that it came from leaves the search too; with scope
+        erase, their text is removed from every store on disk."""
         try:
             decision = await agent.forget(fact_id, "forgotten on request over MCP", scope=scope)
         except FactForgottenError:

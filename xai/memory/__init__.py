@@ -15,6 +15,7 @@ from xai.memory._embeddings import (
     token_counter,
 )
 from xai.memory._episodes import EpisodeStore
+from xai.memory._erase import Erasure
 from xai.memory._judge import JUDGE_MARKER
 from xai.memory._lexical import LexicalIndex, lexical_tokens
 from xai.memory._memory import LongTermMemory
@@ -59,6 +60,7 @@ __all__ = [
     "EpisodeCorpus",
     "EpisodeLike",
     "EpisodeStore",
+    "Erasure",
     "Fact",
     "FactStatus",
     "FactStore",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, assert_never
 
 import msgspec
@@ -14,6 +14,7 @@ import msgspec
 from xai.logs import get_logger
 from xai.memory._judge import Verdict, ask_judge
 from xai.memory._policy import covers, negated, relation, restates, shares_attribute
+from xai.memory._support import Support, support
 from xai.memory._types import Decision, Fact
 from xai.memory._writer import FactStore
 from xai.messages import MemoryCandidate
@@ -82,9 +83,38 @@ class Adjudicator:
     """``adjudicate`` and the decisions it makes, written to ``store``; ``judge`` (when set
     and ``MemoryConfig.use_judge``) is asked about the candidates the rules cannot settle."""
 
-    def __init__(self, store: FactStore, judge: Provider | None) -> None:
+    def __init__(
+        self,
+        store: FactStore,
+        judge: Provider | None,
+        evidence: Callable[[Sequence[str]], list[str]] | None = None,
+    ) -> None:
         self.store = store
         self.judge = judge
+        self._evidence = evidence
+        """The text of the episodes of some ids (those the memory holds)."""
+        self._ungrounded: dict[str, Support] = {}
+        """Candidates their evidence does not support, until decided (``_support``)."""
+
+    async def _check_support(
+        self, candidates: Sequence[MemoryCandidate], vectors: Sequence[list[float]]
+    ) -> None:
+        """Note the candidates whose cited episodes do not support them (one embedding
+        call for all their evidence); a candidate whose episodes are unknown is not checked."""
+        config = self.store.config
+        if self._evidence is None or not config.check_support:
+            return
+        cited = [
+            (c, v, self._evidence(c.evidence)) for c, v in zip(candidates, vectors, strict=True)
+        ]
+        cited = [(c, v, texts) for c, v, texts in cited if texts]
+        if not cited:
+            return
+        said = await self.store.embedder.embed([" ".join(texts) for _, _, texts in cited])
+        for (candidate, vector, texts), evidence_vector in zip(cited, said, strict=True):
+            found = support(candidate.text, texts, vector, evidence_vector)
+            if not found.holds(config.support_overlap, config.support_similarity):
+                self._ungrounded[candidate.id] = found
 
     async def adjudicate(
         self, candidates: Sequence[MemoryCandidate], *, session_id: str | None = None
@@ -102,6 +132,7 @@ class Adjudicator:
             return []
         await self.store.ensure_index()
         vectors = await self.store.embedder.embed([c.text for c in todo])
+        await self._check_support(todo, vectors)
         queue = deque(zip(todo, vectors, strict=True))
         answers: dict[str, _Answer] = {}
         decisions: list[Decision] = []
@@ -159,6 +190,15 @@ class Adjudicator:
             return [
                 await self.store.write(
                     "drop", "no user evidence", (), candidate=candidate, session_id=session_id
+                )
+            ]
+        ungrounded = self._ungrounded.pop(candidate.id, None)
+        if ungrounded is not None:
+            _log.info("memory.ungrounded", candidate_id=candidate.id, support=repr(ungrounded))
+            reason = f"not supported by its evidence ({ungrounded!r})"
+            return [
+                await self.store.write(
+                    "drop", reason, (), candidate=candidate, session_id=session_id
                 )
             ]
         hits = await self.store.nearest(vector, config.neighbours, indexed=indexed)

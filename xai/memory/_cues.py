@@ -49,7 +49,7 @@ _TIME_WORDS = re.compile(
     r"december)|(19|20)\d\d)\b",
     re.IGNORECASE,
 )
-_DATE_WEIGHT = {"day": 2.0, "month": 1.0, "year": 0.3}
+_DATE_WEIGHT = {"day": 3.0, "month": 1.0, "year": 0.3}
 """A named day points harder than a month, a month harder than a year."""
 _REQUEST = re.compile(
     r"\b(can|could|would|will) you\b|\bdo you (know|remember|recall)\b|\bthank you\b", re.I

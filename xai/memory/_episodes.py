@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 
 import anyio
 import msgspec
 
-from xai._files import read_jsonl, space_checked
+from xai._files import read_jsonl, scrub_value, space_checked
 from xai.messages import Episode
 
 __all__ = ["EPISODES_FILE", "EpisodeStore"]
@@ -144,6 +144,29 @@ class EpisodeStore:
             if not session:
                 del self._by_session[episode.session_id]
         return gone
+
+    async def scrub(self, needles: Sequence[str], ids: Container[str]) -> list[Episode]:
+        """Erase the needles from the episodes ``ids`` (their whole text goes: what they
+        said is what is erased) and from every episode that quotes one; the file is
+        rewritten as ``prune`` does. Returns the episodes changed, as they now are."""
+        changed: list[Episode] = []
+        for episode in self._by_id.values():
+            if episode.id in ids:
+                text = scrub_value(episode.text, [episode.text])
+            else:
+                text = scrub_value(episode.text, needles)
+            if text is not episode.text:
+                changed.append(msgspec.structs.replace(episode, text=text))
+        if not changed:
+            return []
+        for episode in changed:
+            self._by_id[episode.id] = episode
+            session = self._by_session[episode.session_id]
+            session[:] = [episode if e.id == episode.id else e for e in session]
+        lines = b"".join(_encode(e) + b"\n" for e in self._by_id.values())
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._replace, lines)
+        return changed
 
     def _replace(self, data: bytes) -> None:
         if self._fd is not None:

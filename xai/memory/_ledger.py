@@ -280,6 +280,13 @@ class Ledger:
             with space_checked(self.path):
                 await anyio.to_thread.run_sync(os.fsync, self._fd)
 
+    def release(self) -> None:
+        """Close the file (it is about to be replaced); the next append opens it again."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._dirty = False
+
     def close(self) -> None:
         self._closed = True
         if self._fd is not None:

@@ -1,4 +1,5 @@
-"""Maintenance of the long-term memory: decay of L1 facts, L2 compaction, forgetting."""
+"""Maintenance of the long-term memory: decay of L1 facts, L2 compaction, forgetting
+(on request, and by policy: what went unused is demoted, then forgotten)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,22 @@ import msgspec
 
 from xai.exceptions import FactForgottenError, FactNotFoundError
 from xai.memory._policy import restates
+from xai.memory._recency import Recency
 from xai.memory._types import Decision, Fact, ForgetScope
 from xai.memory._writer import FactStore
 
 __all__ = ["Maintenance"]
 
 _DAY = 86_400.0
+_WIDTH: dict[ForgetScope, int] = {"fact": 0, "evidence": 1, "erase": 2}
 
 
 class Maintenance:
     """``strength``, ``maintain`` and ``forget``, written to ``store``."""
 
-    def __init__(self, store: FactStore) -> None:
+    def __init__(self, store: FactStore, recency: Recency) -> None:
         self.store = store
+        self.recency = recency
 
     def strength(self, fact: Fact, now: float | None = None) -> float:
         """Confidence decayed by time since last seen (L2 does not decay)."""
@@ -37,7 +41,7 @@ class Maintenance:
             if fact is None:
                 raise FactNotFoundError(fact_id)
             if fact.status == "forgotten" and (  # decided once, under the lock: never twice
-                fact.forget_scope == scope or fact.forget_scope == "evidence"
+                fact.forget_scope == scope or _WIDTH[fact.forget_scope or "fact"] > _WIDTH[scope]
             ):
                 raise FactForgottenError(fact_id)
             gone = msgspec.structs.replace(
@@ -66,7 +70,32 @@ class Maintenance:
                         )
                     )
             decisions.extend(await self._compact_l2())
+            decisions.extend(await self._unused(now))
             return decisions
+
+    async def _unused(self, now: float) -> list[Decision]:
+        """Forgetting by policy: an active fact neither recalled nor reinforced for
+        ``forget_unused_days`` is forgotten if tentative (L1), and a stable one idle for
+        ``demote_unused_days`` becomes tentative first: two decisions, at two ``maintain``
+        calls, each saying how long it went unused."""
+        config = self.store.config
+        demote, forget = config.demote_unused_days, config.forget_unused_days
+        if demote is None and forget is None:
+            return []
+        decisions: list[Decision] = []
+        for fact in [f for f in self.store.state.facts.values() if f.status == "active"]:
+            idle = (now - max(fact.last_seen, self.recency.last(fact.id))) / _DAY
+            if fact.tier == "L2" and demote is not None and idle >= demote:
+                lower = msgspec.structs.replace(fact, tier="L1", version=fact.version + 1)
+                reason = f"not recalled or reinforced for {idle:.0f} days (policy: {demote:g})"
+                decisions.append(await self.store.write("demote", reason, (lower,)))
+            elif fact.tier == "L1" and forget is not None and idle >= forget:
+                gone = msgspec.structs.replace(
+                    fact, status="forgotten", forget_scope="fact", version=fact.version + 1
+                )
+                reason = f"not recalled or reinforced for {idle:.0f} days (policy: {forget:g})"
+                decisions.append(await self.store.write("forget", reason, (gone,)))
+        return decisions
 
     async def _compact_l2(self) -> list[Decision]:
         stable = sorted(

@@ -27,10 +27,12 @@ from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
+from xai.memory._erase import Erasure, erase_fact, scrub_index_files
 from xai.memory._index import open_index
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
+from xai.memory._recency import RECALLED_FILE, Recency
 from xai.memory._search import SearchTier, search_hits
 from xai.memory._store import IndexStore, collection_names
 from xai.memory._types import (
@@ -40,6 +42,7 @@ from xai.memory._types import (
     ForgetScope,
     MemoryConfig,
     MemoryHit,
+    ScoredFact,
     Tier,
 )
 from xai.memory._validity import EpisodeValidity
@@ -84,8 +87,9 @@ class LongTermMemory:
             index_lost=self._index_lost,
         )
         """The facts and the one way they change (the ledger, then the index)."""
-        self._adjudicator = Adjudicator(self.fact_store, judge)
-        self._maintenance = Maintenance(self.fact_store)
+        self._adjudicator = Adjudicator(self.fact_store, judge, self._evidence_texts)
+        self._recency = Recency(self.directory / RECALLED_FILE)
+        self._maintenance = Maintenance(self.fact_store, self._recency)
         self._embed_query = query_embedding(self.fact_store.embedder)  # its query encoder
         self._sync = sync
         self._order: tuple[int, PrefixOrder] | None = None
@@ -102,6 +106,7 @@ class LongTermMemory:
         self._opening: anyio.Lock | None = None
         self._snapshot_store: IndexStore | None = None
         self._snapshot_at: tuple[int, int] | None = None
+        self._erased: tuple[str, ...] = ()  # texts erased while open (held in RAM only)
         """The facts' and episodes' generations the snapshot on disk holds."""
 
     @property
@@ -152,6 +157,7 @@ class LongTermMemory:
             )
         await anyio.to_thread.run_sync(self._check_embedder)
         await self.fact_store.open()
+        await anyio.to_thread.run_sync(self._recency.load)
         self._opening = anyio.Lock()
         if not self._lazy_index:
             await self._ensure_index()
@@ -301,6 +307,8 @@ class LongTermMemory:
         return True
 
     async def close(self) -> None:
+        if self._opening is not None:  # (open)
+            await anyio.to_thread.run_sync(self._recency.save)
         episode_index = self._episode_index
         if (
             episode_index is not None
@@ -314,7 +322,10 @@ class LongTermMemory:
         self._episodes.close()
         self._episode_index = None
         self.fact_store.close()
+        index_path = self._store.path if self._store is not None else None
         await self._close_store()
+        if self._erased and index_path is not None:  # what chromadb wrote as it closed
+            await anyio.to_thread.run_sync(scrub_index_files, index_path, self._erased)
 
     async def __aenter__(self) -> LongTermMemory:
         await self.open()
@@ -426,12 +437,16 @@ class LongTermMemory:
             weights = msgspec.structs.replace(
                 self.config.recall, lexical=self.config.lexical_weight
             )
-            return await search_hits(
+            hits = await search_hits(
                 query, self._embed_query, k, facts=self.fact_store.facts, index=index,
                 lexicon=await self.fact_store.lexicon(), episodes=self._episodes,
                 episode_index=self._episode_index, tiers=tiers, weights=weights,
                 validity=self.validity(), current_only=current_only,
             )  # fmt: skip
+            self._recency.touch(
+                (h.fact.id for h in hits if isinstance(h, ScoredFact)), self.clock()
+            )
+            return hits
 
     def validity(self) -> EpisodeValidity:
         """Which episodes are stale (made again after a write)."""
@@ -472,6 +487,9 @@ class LongTermMemory:
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
+        self._recency.touch(
+            (f.id for t in order.tiers.values() for f in t if f"- {f.text}" in text), now
+        )
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
 
@@ -493,12 +511,36 @@ class LongTermMemory:
     ) -> Decision:
         """Forget the fact (one ``forget`` decision; ``FactForgottenError`` if it was already,
         with this scope or a wider one). ``scope="evidence"``: what was said goes too, its
-        evidence episodes leave the search index (they stay in ``episodes.jsonl``)."""
+        evidence episodes leave the search index (they stay in ``episodes.jsonl``);
+        ``"erase"``: the text of both leaves every file of the memory (``erase``)."""
+        if scope == "erase":
+            return (await self.erase(fact_id, reason)).decision
         decision = await self._maintenance.forget(fact_id, reason, scope)
         if scope == "evidence" and self._episode_index is not None:
             gone = [e for f in decision.facts for e in f.evidence]
             await self._episode_index.remove(gone)
         return decision
+
+    def _evidence_texts(self, ids: Sequence[str]) -> list[str]:
+        return [e.text for e in (self._episodes.get(i) for i in ids) if e is not None]
+
+    async def erase(self, fact_id: str, reason: str = "erased on request") -> Erasure:
+        """Forget the fact and erase its text and its evidence's from the ledger, the
+        episodes and the index (``_erase`` says how); the needles come back, to scrub
+        other files with (an Agent's Sessions)."""
+        await self._ensure_index()
+        store = self._store if self._shared_store is None else self._shared_store
+        erased = await erase_fact(
+            self.fact_store, self._episodes, self._episode_index,
+            store.path if store is not None else None, fact_id, reason,
+        )  # fmt: skip
+        # The snapshot holds the erased turns' vectors and words: derived data, dropped
+        # (the next close writes one from what is left).
+        snapshot = self.directory / _snapshot.SNAPSHOT_FILE
+        await anyio.to_thread.run_sync(functools.partial(snapshot.unlink, missing_ok=True))
+        self._snapshot_at = None
+        self._erased += erased.needles
+        return erased
 
     def _searchable(self, episodes: Iterable[Episode]) -> list[Episode]:
         """``episodes`` less those forgotten with their fact."""
@@ -506,5 +548,9 @@ class LongTermMemory:
         return [e for e in episodes if e.id not in withdrawn]
 
     async def maintain(self) -> list[Decision]:
-        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts."""
-        return await self._maintenance.maintain()
+        """Decay unreinforced L1 facts below the floor; merge near-duplicate L2 facts;
+        demote, then forget, what went unused (``demote_unused_days``,
+        ``forget_unused_days``); write when facts were last recalled."""
+        decisions = await self._maintenance.maintain()
+        await anyio.to_thread.run_sync(self._recency.save)
+        return decisions

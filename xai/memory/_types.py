@@ -28,9 +28,10 @@ Tier: TypeAlias = Literal["L1", "L2"]
 
 FactStatus: TypeAlias = Literal["active", "superseded", "decayed", "forgotten"]
 
-ForgetScope: TypeAlias = Literal["fact", "evidence"]
+ForgetScope: TypeAlias = Literal["fact", "evidence", "erase"]
 """What ``forget`` removes: ``fact``, the fact only (search, prefix); ``evidence``, the fact
-and what was said (its evidence episodes leave the search index too)."""
+and what was said (its evidence episodes leave the search index too); ``erase``, the text of
+both from every store on disk (the ledger keeps its hash and the reason)."""
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,6 +178,22 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
     Adjudication never deletes an episode; only this and ``max_episodes`` do."""
     max_episodes: int | None = None
     """At most this many episodes are kept; the oldest go first (None: no cap)."""
+    check_support: bool = True
+    """Drop a candidate its cited episodes do not support (``_support``): neither
+    ``support_overlap`` of its content words in them nor ``support_similarity``."""
+    support_overlap: float = 0.55
+    """Chosen on the choice half of ``tests/data/support.jsonl`` (``bench/support.py``)."""
+    support_similarity: float = 0.5
+    """Chosen with ``support_overlap``: the cosine of candidate and evidence (MiniLM)."""
+    demote_unused_days: float | None = None
+    """Forgetting by policy (``maintain``): an active stable (L2) fact neither recalled
+    (found by a search or put in a prefix) nor reinforced for this long is demoted to L1,
+    one ``demote`` decision (None: never)."""
+    forget_unused_days: float | None = None
+    """An active tentative (L1) fact neither recalled nor reinforced for this long is
+    forgotten, one ``forget`` decision (scope ``fact``) saying why (None: never). With
+    ``demote_unused_days`` it must be longer: a stable fact is demoted first, forgotten
+    at a later ``maintain``."""
 
     def __post_init__(self) -> None:
         if not 0 < self.novel_similarity <= self.duplicate_similarity <= 1:
@@ -194,5 +211,12 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigurationError("episode_retention_days must be positive (or None)")
         if self.max_episodes is not None and self.max_episodes < 0:
             raise ConfigurationError("max_episodes must be at least 0 (or None)")
+        for name in ("demote_unused_days", "forget_unused_days"):
+            days = getattr(self, name)
+            if days is not None and days <= 0:
+                raise ConfigurationError(f"{name} must be positive (or None)")
+        demote, forget = self.demote_unused_days, self.forget_unused_days
+        if demote is not None and forget is not None and forget <= demote:
+            raise ConfigurationError("forget_unused_days must be longer than demote_unused_days")
         if self.promote_after_sessions < 1:
             raise ConfigurationError("promote_after_sessions must be at least 1")

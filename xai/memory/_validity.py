@@ -41,10 +41,10 @@ class EpisodeValidity:
         self.withdrawn = frozenset(
             e
             for f in facts.values()
-            if f.status == "forgotten" and f.forget_scope == "evidence"
+            if f.status == "forgotten" and f.forget_scope in ("evidence", "erase")
             for e in f.evidence
         )
-        """Episodes forgotten with their fact (``forget(scope="evidence")``): never found."""
+        """Episodes forgotten with their fact (scope ``evidence`` or ``erase``): never found."""
         self.stale: dict[str, _Stale] = {}
         for episode_id, drawn in cited.items():
             if any(f.status == "active" for f in drawn):

@@ -35,6 +35,7 @@ from xai.agent import (
 )
 from xai.events import AgentEvent
 from xai.logs import get_logger
+from xai.memory import ForgetScope
 from xai.serve._backend import Backend
 from xai.serve._security import COOKIE, Guard, Refused
 
@@ -44,6 +45,9 @@ DEFAULT_AGENT = "main"
 """The Agent the page shows when the address names none (``/?agent=ID``)."""
 
 _log = get_logger(__name__)
+
+_SCOPES: dict[str, ForgetScope] = {"fact": "fact", "evidence": "evidence", "erase": "erase"}
+"""``DELETE .../facts/ID?scope=``: what forgetting removes (``Agent.forget``)."""
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
 _MAX_BODY = 64 * 1024
@@ -191,11 +195,16 @@ def page_routes(
 
     async def forget(request: Request, host: Backend) -> Response:
         params = request.path_params
-        forgotten = await host.call(
-            Forget(agent_id=params["agent_id"], fact_id=params["fact_id"], key=key(request))
-        )
+        scope = request.query_params.get("scope", "fact")
+        if scope not in _SCOPES:
+            raise Refused(400, "bad_request", f"scope is one of {', '.join(_SCOPES)}")
+        forget = Forget(
+            agent_id=params["agent_id"], fact_id=params["fact_id"], key=key(request),
+            scope=_SCOPES[scope],
+        )  # fmt: skip
+        forgotten = await host.call(forget)
         if forgotten is None:
-            raise Refused(404, "not_found", f"no active fact {params['fact_id']!r}")
+            raise Refused(404, "not_found", f"no fact {params['fact_id']!r} to forget ({scope})")
         return _json(forgotten)
 
     async def wakeups(request: Request, host: Backend) -> Response:

@@ -463,19 +463,33 @@
     );
   }
 
-  function factItem(fact) {
-    const detailId = "fact-detail-" + fact.id;
-    const region = el("div", { class: "detail", id: detailId, hidden: true, role: "region", "aria-label": "Fact details" });
-    const details = el("button", { type: "button", "aria-expanded": "false", "aria-controls": detailId }, "Details");
-    details.addEventListener("click", () => showDetail(fact, region, details).catch(failed));
-    const forget = el("button", { type: "button", class: "danger" }, "Forget");
-    forget.setAttribute("aria-label", "Forget: " + fact.text);
-    forget.addEventListener("click", async () => {
+  const FORGET_SCOPES = [
+    ["fact", "The fact only", "It leaves search and the memory prefix; what was said stays searchable, and everything stays on disk."],
+    ["evidence", "The fact and what was said", "The turns it came from leave search and the prefix too; the files on disk keep them."],
+    ["erase", "Erase everywhere", "Its text and the turns it came from are removed from every file of the Agent (ledger, episodes, index, closed Sessions' journals and logs); the ledger keeps only a hash and the reason. It cannot be undone."],
+  ];
+
+  function forgetChoices(fact, forget, confirm) {
+    const name = "scope-" + fact.id;
+    const options = FORGET_SCOPES.map(([scope, label, removes], i) =>
+      el("label", { class: "scope" },
+        el("input", { type: "radio", name, value: scope, checked: i === 0 }),
+        " ", el("strong", {}, label), el("span", { class: "removes" }, " — " + removes)),
+    );
+    const go = el("button", { type: "button", class: "danger" }, "Confirm forget");
+    const cancel = el("button", { type: "button" }, "Cancel");
+    cancel.addEventListener("click", () => {
+      confirm.hidden = true;
+      forget.setAttribute("aria-expanded", "false");
+      forget.focus();
+    });
+    go.addEventListener("click", async () => {
+      const scope = confirm.querySelector("input:checked").value;
       try {
         const at = Array.from($("facts").children).findIndex((li) => li.dataset.fact === fact.id);
-        await api("DELETE", "/facts/" + encodeURIComponent(fact.id));
+        await api("DELETE", "/facts/" + encodeURIComponent(fact.id) + "?scope=" + scope);
         await loadFacts();
-        notice("Forgotten: " + fact.text);
+        notice(scope === "erase" ? "Erased everywhere." : "Forgotten: " + fact.text);
         // The list is drawn again: the keyboard goes on from the fact now in its place
         // (its Details, not its Forget: a second Enter must not forget another), else
         // from the heading, never lost to <body>.
@@ -485,8 +499,31 @@
         failed(error);
       }
     });
+    return [el("fieldset", {}, el("legend", {}, "Forget what?"), ...options), el("div", { class: "buttons" }, go, cancel)];
+  }
+
+  function factItem(fact) {
+    const detailId = "fact-detail-" + fact.id;
+    const region = el("div", { class: "detail", id: detailId, hidden: true, role: "region", "aria-label": "Fact details" });
+    const details = el("button", { type: "button", "aria-expanded": "false", "aria-controls": detailId }, "Details");
+    details.addEventListener("click", () => showDetail(fact, region, details).catch(failed));
+    const forget = el("button", { type: "button", class: "danger", "aria-expanded": "false" }, "Forget");
+    forget.setAttribute("aria-label", "Forget: " + fact.text);
+    // Forgetting asks first, showing what each scope removes (Agent.forget's scopes).
+    const confirmId = "fact-forget-" + fact.id;
+    const confirm = el("div", { class: "confirm", id: confirmId, hidden: true, role: "group", "aria-label": "Forget this fact" });
+    forget.setAttribute("aria-controls", confirmId);
+    forget.addEventListener("click", () => {
+      const open = confirm.hidden;
+      confirm.hidden = !open;
+      forget.setAttribute("aria-expanded", String(open));
+      if (open) {
+        confirm.replaceChildren(...forgetChoices(fact, forget, confirm));
+        confirm.querySelector("input:checked").focus();
+      }
+    });
     return el("li", { class: "fact", "data-fact": fact.id, "data-tier": fact.tier },
-      el("p", { class: "text" }, fact.text), factMeta(fact), el("div", { class: "buttons" }, details, forget), region);
+      el("p", { class: "text" }, fact.text), factMeta(fact), el("div", { class: "buttons" }, details, forget), confirm, region);
   }
 
   async function loadFacts() {
