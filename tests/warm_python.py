@@ -28,8 +28,9 @@ import threading
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["run_python"]
+__all__ = ["run_python", "start_module"]
 
 PRELOAD = "tests.warm_imports"
 
@@ -55,7 +56,7 @@ def run_python(
     command = [sys.executable, str(script), *args]
     process = context.Process(
         target=_main,
-        args=(str(script), list(args), dict(env), str(cwd), [str(p) for p in streams]),
+        args=(("path", str(script)), list(args), dict(env), str(cwd), [str(p) for p in streams]),
     )
     process.start()
     process.join(timeout)
@@ -67,8 +68,30 @@ def run_python(
     return subprocess.CompletedProcess(command, process.exitcode, out, err)
 
 
-def _main(script: str, args: list[str], env: dict[str, str], cwd: str, streams: list[str]) -> None:
-    """In the forked process: the script's environment, folder and streams, then the script."""
+def start_module(
+    module: str, args: Sequence[str], *, env: Mapping[str, str], cwd: str | Path, scratch: Path
+) -> Any:
+    """Start ``python -m MODULE ARGS`` forked warm and return its ``multiprocessing``
+    process (``exitcode``, ``kill()``, ``join()``, ``pid``); its stdin is empty, its stdout
+    and stderr are ``scratch/stdout`` and ``scratch/stderr``."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([PRELOAD])
+    scratch.mkdir(parents=True, exist_ok=True)
+    streams = [scratch / name for name in ("stdin", "stdout", "stderr")]
+    streams[0].write_text("", encoding="utf-8")
+    process = context.Process(
+        target=_main,
+        args=(("module", module), list(args), dict(env), str(cwd), [str(p) for p in streams]),
+    )
+    process.start()
+    return process
+
+
+def _main(
+    target: tuple[str, str], args: list[str], env: dict[str, str], cwd: str, streams: list[str]
+) -> None:
+    """In the forked process: the environment, folder and streams, then the script or module."""
+    kind, script = target
     code = 1
     try:
         os.environ.clear()
@@ -83,9 +106,13 @@ def _main(script: str, args: list[str], env: dict[str, str], cwd: str, streams: 
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-        sys.argv = [script, *args]
-        sys.path.insert(0, str(Path(script).resolve().parent))
-        code = _run(script)
+        if kind == "path":
+            sys.argv = [script, *args]
+            sys.path.insert(0, str(Path(script).resolve().parent))
+        else:  # (-m puts the folder it runs in first)
+            sys.argv = [script, *args]
+            sys.path.insert(0, cwd)
+        code = _run(kind, script)
         for (
             thread
         ) in threading.enumerate():  # as at an interpreter's exit: non-daemons, then atexit
@@ -102,9 +129,12 @@ def _main(script: str, args: list[str], env: dict[str, str], cwd: str, streams: 
         os._exit(code)
 
 
-def _run(script: str) -> int:
+def _run(kind: str, script: str) -> int:
     try:
-        runpy.run_path(script, run_name="__main__")
+        if kind == "path":
+            runpy.run_path(script, run_name="__main__")
+        else:
+            runpy.run_module(script, run_name="__main__", alter_sys=True)
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
             return stop.code or 0
