@@ -48,8 +48,9 @@ def _stop_zygote() -> None:
 
 
 def fixture_command(*args: str) -> list[str]:
-    """The command that runs the fixture server with ``args`` (forked by the zygote, which
-    starts on first use and is stopped when the test run ends)."""
+    """The command that runs the fixture server with ``args``, or with ``-m xai ARGS``,
+    ``python -m xai ARGS`` (forked by the zygote, which starts on first use and is stopped
+    when the test run ends)."""
     if not _zygote:
         path = os.path.join(tempfile.mkdtemp(prefix="xz", dir="/tmp"), "s")  # (short path)
         process = subprocess.Popen(

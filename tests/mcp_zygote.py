@@ -1,9 +1,10 @@
-"""``python -m tests.mcp_zygote SOCKET``: forks MCP fixture servers from one interpreter that
-imported the MCP SDK once (~1.3 s of CPU per server otherwise; the MCP tests start ~20).
+"""``python -m tests.mcp_zygote SOCKET``: forks MCP servers from one interpreter that imported
+the MCP SDK and xai once (~1.3-2.5 s of CPU per server otherwise; the MCP tests start ~25).
 
 Each connection on the Unix socket ``SOCKET`` comes from ``tests/zygote_launch.py`` with its
 standard streams (as file descriptors), environment, folder and arguments: the zygote forks
-a child that takes them and runs ``tests/mcp_server_fixture.py``'s ``main``, answers the
+a child that takes them and runs ``tests/mcp_server_fixture.py``'s ``main`` with those
+arguments, or, for ``-m xai ARGS``, ``python -m xai ARGS`` (``xai mcp serve``); answers the
 child's pid, and once the child ends, its exit code (negative: the signal that killed it).
 A launcher that goes away first (killed) gets its server killed. One thread: nothing is
 running in another thread when the zygote forks. Prints ``ready`` once it listens.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import runpy
 import select
 import signal
 import socket
@@ -21,8 +23,12 @@ import sys
 import traceback
 
 import mcp.server.mcpserver  # noqa: F401 - imported once, before any fork
+import openai  # noqa: F401 - what ``xai mcp serve`` loads when it starts
 import uvicorn  # noqa: F401 - the HTTP transport's server
 
+import xai.cli._mcp
+import xai.mcp
+import xai.memory  # noqa: F401
 from tests import mcp_server_fixture
 
 
@@ -38,9 +44,14 @@ def _child(request: dict[str, object], fds: list[int]) -> None:
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.argv = [mcp_server_fixture.__file__, *request["argv"]]  # type: ignore[misc]
+        argv: list[str] = list(request["argv"])  # type: ignore[call-overload]
         try:
-            mcp_server_fixture.main()
+            if argv[:1] == ["-m"]:  # python -m MODULE ARGS
+                sys.argv = [argv[1], *argv[2:]]
+                runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = [str(mcp_server_fixture.__file__), *argv]
+                mcp_server_fixture.main()
             code = 0
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
