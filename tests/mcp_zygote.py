@@ -23,7 +23,8 @@ import sys
 import traceback
 
 import mcp.server.mcpserver  # noqa: F401 - imported once, before any fork
-import openai  # noqa: F401 - what ``xai mcp serve`` loads when it starts
+import openai  # noqa: F401 - what ``xai mcp serve`` and ``xai chat`` load when they start
+import prompt_toolkit.shortcuts  # noqa: F401 - ``xai chat``'s terminal
 import uvicorn  # noqa: F401 - the HTTP transport's server
 
 import xai.cli._mcp

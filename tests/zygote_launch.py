@@ -10,6 +10,7 @@ the server ended (same exit code, or killed by the same signal). If it is killed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,14 +24,14 @@ def main() -> int:
     conn.connect(path)
     request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
     socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # the server holds the streams now: their ends close when it ends
-        os.dup2(null, fd)
+    # This process keeps its own copies of the streams until it ends, so whoever reads them
+    # sees their end (EOF, a pseudo-terminal's hang-up) only once this process has ended too.
     replies = conn.makefile("r")
     pid = int(replies.readline())
 
     def forward(signum: int, _frame: object) -> None:
-        os.kill(pid, signum)
+        with contextlib.suppress(ProcessLookupError):  # it ended: its code is on its way
+            os.kill(pid, signum)
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
