@@ -56,6 +56,7 @@ def fixture_command(*args: str) -> list[str]:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.mcp_zygote", path],
             env={**os.environ, **child_env()},
+            stdin=subprocess.PIPE,  # (it ends when this process does: its stdin closes)
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,

@@ -7,7 +7,8 @@ a child that takes them and runs ``tests/mcp_server_fixture.py``'s ``main`` with
 arguments, or, for ``-m xai ARGS``, ``python -m xai ARGS`` (``xai mcp serve``); answers the
 child's pid, and once the child ends, its exit code (negative: the signal that killed it).
 A launcher that goes away first (killed) gets its server killed. One thread: nothing is
-running in another thread when the zygote forks. Prints ``ready`` once it listens.
+running in another thread when the zygote forks. Prints ``ready`` once it listens; ends when
+its standard input does (the test run that started it ended, however it ended).
 """
 
 from __future__ import annotations
@@ -83,9 +84,16 @@ def serve(path: str) -> None:
     launchers: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (connection, pid)
     watched: dict[socket.socket, int] = {}  # connection -> pid, until it closes
     while True:
-        waiting: list[socket.socket | int] = [listener, *watched, *launchers]
+        waiting: list[socket.socket | int] = [listener, 0, *watched, *launchers]
         ready, _, _ = select.select(waiting, [], [])
         for item in ready:
+            if item == 0 and not os.read(0, 1 << 12):  # the test run ended (even if killed)
+                for pid in watched.values():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                return
+            if item == 0:
+                continue
             if item is listener:
                 conn, _ = listener.accept()
                 try:
