@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,39 @@ pytest_plugins = ["xai.testing.pytest_plugin", "pytester"]
 os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
 
 configure_logging("console", level="warning", stream=sys.stderr)
+
+
+def _one_default_ssl_context() -> None:
+    """Every HTTP client this process builds (the openai SDK's in each provider, each httpx
+    client of a test) shares one default SSL context instead of building its own: building one
+    reads the CA bundle, ~45 ms of CPU, and the suite builds well over a thousand clients.
+    A context with other settings (``verify=False``, a CA file, a client certificate) is built
+    as before; nothing in the suite connects over TLS (``block_network``), so sharing changes
+    nothing a test checks."""
+    for name in ("httpx._transports.default", "httpx2._transports.default"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - the SDK's HTTP library is one of them
+            continue
+        build: Callable[..., Any] = module.create_ssl_context
+        shared = functools.cache(lambda trust_env, build=build: build(trust_env=trust_env))
+
+        def create_ssl_context(
+            verify: Any = True,
+            cert: Any = None,
+            trust_env: bool = True,
+            *,
+            build: Callable[..., Any] = build,
+            shared: Callable[[bool], Any] = shared,
+        ) -> Any:
+            if verify is True and cert is None:
+                return shared(trust_env)
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+
+        setattr(module, "create_ssl_context", create_ssl_context)  # noqa: B010
+
+
+_one_default_ssl_context()
 
 
 @pytest.fixture(params=["asyncio", "trio"])

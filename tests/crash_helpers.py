@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
-import subprocess
-import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from tests.warm_python import start_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,31 +18,31 @@ ROOT = Path(__file__).resolve().parent.parent
 def kill_when(
     module: str, args: Sequence[str], ready: Callable[[], bool], *, timeout: float = 120
 ) -> None:
-    """Start ``python -m tests.<module> *args``, wait until ``ready()``, then SIGKILL it.
+    """Start ``python -m tests.<module> *args`` (a process of its own, forked warm:
+    tests/warm_python.py), wait until ``ready()``, then SIGKILL it.
 
     A child that ends first, or never gets ready, fails the test with its stderr."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", f"tests.{module}", *args],
-        cwd=ROOT,
+    scratch = Path(tempfile.mkdtemp(prefix="kill-when-"))
+    child = start_module(
+        f"tests.{module}",
+        args,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        scratch=scratch,
     )
     try:
         deadline = time.monotonic() + timeout
         while not ready():
-            if child.poll() is not None:
-                assert child.stderr is not None
-                raise AssertionError(
-                    f"the child ended early: {child.stderr.read().decode()[-2000:]}"
-                )
+            if child.exitcode is not None:
+                stderr = (scratch / "stderr").read_text(errors="replace")
+                raise AssertionError(f"the child ended early: {stderr[-2000:]}")
             assert time.monotonic() < deadline, "the child never reached the kill point"
             time.sleep(0.01)
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(timeout=30)
+        assert child.exitcode == -signal.SIGKILL
     finally:
-        if child.poll() is None:
+        if child.exitcode is None:
             child.kill()
-            child.wait()
-        if child.stderr is not None:
-            child.stderr.close()
+            child.join()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,10 +1,12 @@
 """Run doc snippets one after another in this process: ``python -m tests.doc_snippets_child
-WORKDIR < snippets.json`` (a JSON list of ``Snippet``); one JSON ``Ran`` line per snippet
-goes to ``WORKDIR/ran.jsonl`` (not stdout: snippets print, and so do their children).
+WORKDIR < pages.json`` (a JSON list of pages, each ``[TMPDIR, [Snippet, ...]]``); one JSON
+``Ran`` line per snippet goes to ``WORKDIR/ran.jsonl`` (not stdout: snippets print, and so
+do their children).
 
-Each snippet runs as ``__main__`` in fresh globals, in a fresh working folder under
+Each page's snippets run with ``TMPDIR`` (and ``tempfile``'s folder) set to the page's own
+folder, and ``XAI_HOME`` to ``home`` beside it (no page finds another's Agents); each snippet as ``__main__`` in fresh globals, in a fresh working folder under
 WORKDIR, with the environment restored after it; then ``TMPDIR`` must be empty again.
-One process for many snippets keeps the interpreter and model start-up to one.
+One process for every page keeps the interpreter and model start-up to one.
 """
 
 from __future__ import annotations
@@ -48,14 +50,20 @@ def run(snippet: Snippet, workdir: Path) -> Ran:
 
 
 def main(root: Path) -> None:
-    todo = msgspec.json.decode(sys.stdin.buffer.read(), type=list[Snippet])
+    pages = msgspec.json.decode(sys.stdin.buffer.read(), type=list[tuple[str, list[Snippet]]])
     root.mkdir(parents=True)
+    number = 0
     with (root / "ran.jsonl").open("ab") as results:
-        for number, snippet in enumerate(todo):
-            workdir = root / str(number)
-            workdir.mkdir()
-            results.write(msgspec.json.encode(run(snippet, workdir)) + b"\n")
-            results.flush()
+        for tmpdir, todo in pages:
+            os.environ["TMPDIR"] = tmpdir
+            os.environ["XAI_HOME"] = str(Path(tmpdir).parent / "home")
+            tempfile.tempdir = None  # (read again from TMPDIR)
+            for snippet in todo:
+                workdir = root / str(number)
+                number += 1
+                workdir.mkdir()
+                results.write(msgspec.json.encode(run(snippet, workdir)) + b"\n")
+                results.flush()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@
 Each run gets a fresh, empty ``TMPDIR`` (``tempfile`` and every library honour it); the
 script must exit 0 and leave that folder empty: no ``mkdtemp`` folder left behind, no
 stray file from a dependency (onnxruntime's telemetry wrote ``$TMPDIR/.ses``).
+
+The script runs as a process of its own forked from a warm interpreter
+(``tests/warm_python.py``: xai and its dependencies imported once for all runs, not once
+per script); ``fresh=True`` runs it in a new interpreter instead.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.warm_python import run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -36,21 +42,34 @@ def run_example(
     stdin: str = "",
     env: dict[str, str] | None = None,
     timeout: float = 180,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``python examples/SCRIPT ARGS`` with ``TMPDIR`` a fresh folder under ``tmp``; asserts it
-    exited 0 and left that folder empty."""
-    fresh = tmp / "TMPDIR"
-    fresh.mkdir()
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**(env or offline_env()), "TMPDIR": str(fresh)},
-        cwd=ROOT,
-        check=False,
-    )
+    exited 0 and left that folder empty. ``fresh``: in a new interpreter, not a warm fork."""
+    folder = tmp / "TMPDIR"
+    folder.mkdir()
+    environ = {**(env or offline_env()), "TMPDIR": str(folder)}
+    if fresh:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / script), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environ,
+            cwd=ROOT,
+            check=False,
+        )
+    else:
+        done = run_python(
+            EXAMPLES / script,
+            args,
+            stdin=stdin,
+            env=environ,
+            cwd=ROOT,
+            timeout=timeout,
+            scratch=tmp / "streams",
+        )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert not left_behind(fresh), f"{script} left {left_behind(fresh)} in its TMPDIR"
+    assert not left_behind(folder), f"{script} left {left_behind(folder)} in its TMPDIR"
     return done

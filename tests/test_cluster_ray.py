@@ -1,6 +1,7 @@
 """Hosts on Ray: a real two-node Ray cluster on this machine (127.0.0.1 only), started once
-for the cluster tests (the ``cluster`` fixture, tests/ray_cluster.py); each test makes its own host
-actors (named after the test) and ends them."""
+for the cluster tests (the ``cluster`` fixture, tests/ray_cluster.py). The tests that leave
+the host actors running share two (``shared_hosts``), each with Agents and Sessions of its own;
+a test that kills one makes its own host actors (named after the test) and ends them."""
 
 from __future__ import annotations
 
@@ -105,25 +106,45 @@ def scripted(openai_server: OpenAIWireServer) -> OpenAIWireServer:
     return openai_server
 
 
-@pytest.fixture
-def hosts(
-    cluster: Cluster, scripted: OpenAIWireServer, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[RayHosts]:
-    (tmp_path / "marks").mkdir()
-    setup = functools.partial(
-        wire_setup, scripted.base_url, scripted.model, str(tmp_path / "marks")
-    )
-    prefix = f"{request.node.name[:40]}-{os.getpid()}-"
+def _made_hosts(server: OpenAIWireServer, root: Path, name: str) -> Iterator[RayHosts]:
+    (root / "marks").mkdir()
+    setup = functools.partial(wire_setup, server.base_url, server.model, str(root / "marks"))
     made = RayHosts(
         2,
-        HostSpec(root=str(tmp_path / "agents")),
+        HostSpec(root=str(root / "agents")),
         setup,
-        prefix=prefix,
+        prefix=f"{name[:40]}-{os.getpid()}-",
         options_for=node_pin,  # one per node
     )
     yield made
     for actor in made.actors:
         ray.kill(actor, no_restart=True)
+
+
+@pytest.fixture
+def hosts(
+    cluster: Cluster, scripted: OpenAIWireServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[RayHosts]:
+    """Host actors of the test's own: for a test that kills or restarts them."""
+    yield from _made_hosts(scripted, tmp_path, request.node.name)
+
+
+@pytest.fixture(scope="module")
+def _module_hosts(
+    _xai_wire_server: OpenAIWireServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RayHosts]:
+    from tests.ray_cluster import shared_cluster
+
+    shared_cluster()  # (the tests that use these ask for ``cluster`` too: it outlives them)
+    yield from _made_hosts(_xai_wire_server, tmp_path_factory.mktemp("ray-hosts"), "module")
+
+
+@pytest.fixture
+def shared_hosts(cluster: Cluster, scripted: OpenAIWireServer, _module_hosts: RayHosts) -> RayHosts:
+    """Two host actors shared by the tests that leave them running (each starts Ray workers
+    that import xai: ~2 s of CPU apiece): every test opens Sessions of its own on them,
+    against the one wire server of the run (``scripted`` gives it this test's replies)."""
+    return _module_hosts
 
 
 def _ids_on_both(hosts: RayHosts) -> tuple[str, str]:
@@ -144,7 +165,8 @@ async def _until_turn_done(hosts: RayHosts, agent: str, session: str, after: int
     raise AssertionError("the stream ended before the turn did")
 
 
-async def test_agents_on_two_host_actors_on_two_nodes(hosts: RayHosts) -> None:
+async def test_agents_on_two_host_actors_on_two_nodes(shared_hosts: RayHosts) -> None:
+    hosts = shared_hosts
     ada, bob = _ids_on_both(hosts)
     nodes = {await hosts.node_id(ada), await hosts.node_id(bob)}
     assert len(nodes) == 2  # two host actors, on the two nodes
@@ -160,7 +182,8 @@ async def test_agents_on_two_host_actors_on_two_nodes(hosts: RayHosts) -> None:
     assert await hosts.pid(ada) != await hosts.pid(bob)
 
 
-async def test_every_socket_the_cluster_listens_on_is_loopback(hosts: RayHosts) -> None:
+async def test_every_socket_the_cluster_listens_on_is_loopback(shared_hosts: RayHosts) -> None:
+    hosts = shared_hosts
     ada, bob = _ids_on_both(hosts)
     for agent in (ada, bob):  # the host actors run (their workers listen too)
         await hosts.open_session(agent, OpenSession())
@@ -263,8 +286,9 @@ async def gateway_of(hosts: RayHosts) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
+async def test_the_gateway_serves_agents_hosted_on_ray(shared_hosts: RayHosts) -> None:
     """``xai serve --ray``: the same HTTP + SSE API, RayHosts as its Backend."""
+    hosts = shared_hosts
     async with gateway_of(hosts) as client:
         for agent in _ids_on_both(hosts):
             session = await open_session(client, agent)
@@ -285,9 +309,10 @@ async def test_the_gateway_serves_agents_hosted_on_ray(hosts: RayHosts) -> None:
         assert missing.status_code == 404
 
 
-async def test_the_web_pages_routes_on_ray(hosts: RayHosts) -> None:
+async def test_the_web_pages_routes_on_ray(shared_hosts: RayHosts) -> None:
     """``xai serve --ray`` serves the page's data too (``RayHosts`` runs every request):
     the Agent's live events, cancel, facts, search, forget, wake-ups and usage."""
+    hosts = shared_hosts
     agent = "pager"
     base = f"/agents/{agent}"
     async with gateway_of(hosts) as client:

@@ -94,7 +94,7 @@ def test_random_kills_lose_nothing(tmp_path: Path, openai_server: OpenAIWireServ
     for responder in (extraction_responder, judge_adds, model):
         openai_server.script.add_responder(responder)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.campaign_child"])
+    context.set_forkserver_preload(["tests.warm_imports"])  # (tests/warm_python.py)
     rng = random.Random(SEED)
     lives = tmp_path / "lives"
     for life in range(KILLS):
@@ -256,7 +256,7 @@ def test_random_kills_with_readers_attached_announce_every_journal_backed_event_
     for responder in (extraction_responder, judge_adds, model):
         openai_server.script.add_responder(responder)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.stream_campaign_child"])
+    context.set_forkserver_preload(["tests.warm_imports"])
     rng = random.Random(SEED)
     lives = tmp_path / "lives"
     in_fsync = Counter[str]()

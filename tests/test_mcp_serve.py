@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from tests.mcp_helpers import child_env, first_line
+from tests.mcp_helpers import child_env, first_line, fixture_command
 from tests.test_demo import clean_env
 from xai.agent import Agent
 from xai.cli._mcp import parse_address
@@ -40,9 +39,9 @@ def serve_args(agent_dir: Path, *extra: str) -> list[str]:
 
 
 def stdio_params(agent_dir: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=serve_args(agent_dir), env=child_env()
-    )
+    """``python -m xai mcp serve`` as the client's command (forked warm: tests/mcp_helpers.py)."""
+    command, *args = fixture_command(*serve_args(agent_dir))
+    return StdioServerParameters(command=command, args=args, env=child_env())
 
 
 def data(result: CallToolResult) -> Any:
@@ -108,7 +107,7 @@ async def test_a_second_server_on_the_same_agent_fails_clearly(tmp_path: Path) -
     async with Client(stdio_params(agent_dir), read_timeout_seconds=60) as client:
         await client.list_tools()  # the first server holds the Agent (and its lock)
         second = await anyio.run_process(
-            [sys.executable, *serve_args(agent_dir)], env=clean_env(), check=False
+            fixture_command(*serve_args(agent_dir)), env=clean_env(), check=False
         )
     assert second.returncode == 2
     message = second.stderr.decode()
@@ -119,7 +118,7 @@ async def test_a_second_server_on_the_same_agent_fails_clearly(tmp_path: Path) -
 @asynccontextmanager
 async def http_server(agent_dir: Path) -> AsyncIterator[tuple[str, anyio.abc.Process]]:
     process = await anyio.open_process(
-        [sys.executable, *serve_args(agent_dir, "--http", "127.0.0.1:0")],
+        fixture_command(*serve_args(agent_dir, "--http", "127.0.0.1:0")),
         env=clean_env(),
         stdout=subprocess.DEVNULL,
     )

@@ -13,6 +13,7 @@ import pytest
 
 from tests.doc_snippets import ROOT
 from tests.example_helpers import offline_env
+from tests.mcp_helpers import fixture_command
 
 _ESCAPES = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 
@@ -25,9 +26,11 @@ def shown(text: str) -> str:
 def chat(env: dict[str, str], said: str, expected: str) -> str:
     """One `xai chat --agent fern`: say one line, wait for ``expected``, leave with /quit;
     returns what the terminal showed from ``expected`` to the next prompt."""
+    # (forked warm by the zygote: tests/mcp_helpers.py; the terminal is handed over whole)
+    command, *args = fixture_command("-m", "xai", "chat", "--agent", "fern", "--log-level", "error")
     child = pexpect.spawn(
-        sys.executable,
-        ["-m", "xai", "chat", "--agent", "fern", "--log-level", "error"],
+        command,
+        args,
         env=env,
         cwd=str(ROOT),
         encoding="utf-8",

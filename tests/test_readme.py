@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.doc_snippets import DEMO_MODEL, ROOT, snippets
 from tests.example_helpers import EXAMPLES, left_behind, offline_env
+from tests.warm_python import run_python
 from xai.cli import _parser
 
 README = ROOT / "README.md"
@@ -75,15 +76,15 @@ def test_the_offline_quick_start_remembers_on_its_second_run(tmp_path: Path) -> 
     fresh = tmp_path / "TMPDIR"
     fresh.mkdir()
     runs = []
-    for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, str(script)],
-            capture_output=True,
-            text=True,
-            timeout=120,
+    for run in range(2):  # (each a process of its own, forked warm: tests/warm_python.py)
+        done = run_python(
+            script,
+            (),
+            stdin="",
             env=offline_env(TMPDIR=str(fresh)),
             cwd=tmp_path,
-            check=False,
+            timeout=120,
+            scratch=tmp_path / f"streams-{run}",
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert "warning" not in done.stderr.lower(), done.stderr  # no extraction warnings
@@ -117,11 +118,10 @@ def test_the_first_example_is_the_one_liner_and_remembers(tmp_path: Path) -> Non
         assert server.stdout is not None
         listening = server.stdout.readline()
         assert listening.startswith("listening on "), listening
-        done = subprocess.run(
-            [sys.executable, str(script)],
-            capture_output=True,
-            text=True,
-            timeout=120,
+        done = run_python(
+            script,
+            (),
+            stdin="",
             env=offline_env(
                 TMPDIR=str(fresh),
                 XAI_HOME=str(tmp_path / "home"),
@@ -129,7 +129,8 @@ def test_the_first_example_is_the_one_liner_and_remembers(tmp_path: Path) -> Non
                 LLM_MODEL="xai-scripted",
             ),
             cwd=tmp_path,
-            check=False,
+            timeout=120,
+            scratch=tmp_path / "streams",
         )
     finally:
         server.terminate()

@@ -13,6 +13,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from tests.mcp_helpers import fixture_command
 from tests.test_demo import ROOT, clean_env
 from xai.memory._ledger import Ledger
 from xai.session import EXTRACTION_MARKER
@@ -33,9 +34,11 @@ def chat(
     """``xai chat`` on ``agent_dir`` in a real pseudo-terminal, its model at ``base_url``.
     ``timeout`` bounds each expect (the first waits for an interpreter to start)."""
     logs = ["--log-level", log_level] if log_level is not None else []
+    # (forked warm by the zygote: tests/mcp_helpers.py; the terminal is handed over whole)
+    command, *args = fixture_command("-m", "xai", "chat", "--agent-dir", str(agent_dir), *logs)
     return pexpect.spawn(
-        sys.executable,
-        ["-m", "xai", "chat", "--agent-dir", str(agent_dir), *logs],
+        command,
+        args,
         env=clean_env(
             LLM_BASE_URL=base_url,
             LLM_MODEL="scripted",
