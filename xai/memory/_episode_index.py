@@ -158,7 +158,7 @@ class EpisodeIndex:
         (rows of the others are left zero: they are deleted)."""
         held = self._ids()
         have = [i for i in held if i in wanted]
-        rows = np.zeros((len(held), self.embedder.dimension or 0), dtype=PACKED)
+        rows = np.zeros((len(held), 0), dtype=PACKED)  # (widened by the first vectors read)
         place = {i: n for n, i in enumerate(held)}
         for start in range(0, len(have), _CHUNK):
             chunk = have[start : start + _CHUNK]

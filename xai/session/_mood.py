@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
-from xai.events import MoodChanged
 from xai.logs import get_logger
 from xai.messages import Message, UserMessage
 from xai.mood import MoodDelta, MoodSeed, MoodState, StyleKey, estimate_deltas, fold, style_key
@@ -128,9 +127,9 @@ class SessionMood:
             except Exception:  # the estimator's failure costs the delta, never the Session
                 _log.warning("session.mood_estimate_failed", turn=turn, exc_info=True)
                 deltas = ()
-        await self.recorder.commit(MoodRecord(turn=turn, deltas=deltas))
-        self.latest = turn
         if not deltas:
+            await self.recorder.commit(MoodRecord(turn=turn))
+            self.latest = turn
             return deltas
         self.deltas.extend(deltas)
         self.current = state = self._fold(self.current, deltas)
@@ -140,9 +139,12 @@ class SessionMood:
             self.key = key
             if self._restyle():
                 style = self.context.system.style
-        self.hub.publish(
-            MoodChanged(user=state.user, agent=state.agent, deltas=deltas, turn=turn, style=style)
+        # Journal-backed: ``MoodChanged`` is made from the record (replayed after a kill).
+        record = MoodRecord(
+            turn=turn, deltas=deltas, user=state.user, agent=state.agent, style=style
         )
+        self.hub.announce(record, await self.recorder.commit(record))
+        self.latest = turn
         _log.debug(
             "session.mood_changed",
             turn=turn,

@@ -26,6 +26,7 @@ from xai.events import (
     CompactionMethod,
     CompactionReason,
     MessageCommitted,
+    MoodChanged,
     SessionClosed,
     TurnDone,
     TurnStarted,
@@ -40,7 +41,7 @@ from xai.messages import (
     Usage,
     UserMessage,
 )
-from xai.mood import MoodDelta
+from xai.mood import Mood, MoodDelta
 from xai.session._prompt import SystemPrompt
 
 __all__ = [
@@ -175,6 +176,18 @@ class MoodRecord(_Record, frozen=True, tag="mood"):
 
     turn: int
     deltas: tuple[MoodDelta, ...] = ()
+    user: Mood | None = None
+    """The Session's copies after ``deltas`` (with deltas only): what ``MoodChanged`` says."""
+    agent: Mood | None = None
+    style: str | None = None
+    """The new style line, when this turn changed it."""
+
+    def announce(self) -> MoodChanged | None:
+        if not self.deltas or self.user is None or self.agent is None:
+            return None
+        return MoodChanged(
+            user=self.user, agent=self.agent, deltas=self.deltas, turn=self.turn, style=self.style
+        )
 
 
 class ReportedRecord(_Record, frozen=True, tag="reported"):
