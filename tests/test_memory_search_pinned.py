@@ -369,7 +369,7 @@ EXPECTED: dict[str, list[str]] = {
 async def _rankings(tmp_path: Path) -> dict[str, list[str]]:
     episodes, candidates = _corpus()
     weights = msgspec.structs.replace(RecallWeights(), depth=12)
-    config = MemoryConfig(use_judge=False, recall=weights)
+    config = MemoryConfig(use_judge=False, recall=weights, check_support=False)
     out: dict[str, list[str]] = {}
     async with LongTermMemory(tmp_path, embedder=WordsEmbedder(), config=config) as memory:
         await memory.record_episodes(episodes)

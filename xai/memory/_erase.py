@@ -39,7 +39,7 @@ from xai.memory._episodes import EpisodeStore
 from xai.memory._types import Decision
 from xai.memory._writer import FactStore
 
-__all__ = ["Erasure", "erase_fact", "scrub_index_files", "scrub_sqlite"]
+__all__ = ["Erasure", "erase_fact", "erased_here", "scrub_index_files", "scrub_sqlite"]
 
 _log = get_logger(__name__)
 
@@ -196,3 +196,16 @@ def scrub_index_files(path: Path, needles: Sequence[str]) -> int:
                 os.fsync(f.fileno())
             changed += 1
     return changed
+
+
+_ERASED: dict[Path, set[str]] = {}
+"""The texts erased in this process, per chromadb directory: any later write of its
+binary files here may hold them in heap leftovers, so every close of a memory on that
+directory scrubs them again. (Held in RAM only, where the process held them anyway.)"""
+
+
+def erased_here(index_path: Path, needles: Sequence[str] = ()) -> tuple[str, ...]:
+    """Note ``needles`` as erased from ``index_path`` in this process; all noted so far."""
+    noted = _ERASED.setdefault(index_path.resolve(), set())
+    noted.update(needles)
+    return tuple(noted)

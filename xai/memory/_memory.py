@@ -27,7 +27,7 @@ from xai.memory._adjudication import Adjudicator
 from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
-from xai.memory._erase import Erasure, erase_fact, scrub_index_files
+from xai.memory._erase import Erasure, erase_fact, erased_here, scrub_index_files
 from xai.memory._index import open_index
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
@@ -106,7 +106,6 @@ class LongTermMemory:
         self._opening: anyio.Lock | None = None
         self._snapshot_store: IndexStore | None = None
         self._snapshot_at: tuple[int, int] | None = None
-        self._erased: tuple[str, ...] = ()  # texts erased while open (held in RAM only)
         """The facts' and episodes' generations the snapshot on disk holds."""
 
     @property
@@ -324,8 +323,9 @@ class LongTermMemory:
         self.fact_store.close()
         index_path = self._store.path if self._store is not None else None
         await self._close_store()
-        if self._erased and index_path is not None:  # what chromadb wrote as it closed
-            await anyio.to_thread.run_sync(scrub_index_files, index_path, self._erased)
+        needles = erased_here(index_path) if index_path is not None else ()
+        if needles and index_path is not None:  # what chromadb wrote as it closed
+            await anyio.to_thread.run_sync(scrub_index_files, index_path, needles)
 
     async def __aenter__(self) -> LongTermMemory:
         await self.open()
@@ -539,7 +539,8 @@ class LongTermMemory:
         snapshot = self.directory / _snapshot.SNAPSHOT_FILE
         await anyio.to_thread.run_sync(functools.partial(snapshot.unlink, missing_ok=True))
         self._snapshot_at = None
-        self._erased += erased.needles
+        if store is not None and store.path is not None:
+            erased_here(store.path, erased.needles)
         return erased
 
     def _searchable(self, episodes: Iterable[Episode]) -> list[Episode]:
