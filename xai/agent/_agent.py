@@ -181,8 +181,7 @@ class Agent(AsyncContextManagerMixin):
         return self._persona
 
     async def set_persona(self, persona: Persona) -> None:
-        """Replace the persona; Sessions opened from now on get it. It is on disk (written
-        in a worker thread) when this returns, or, before the Agent runs, when ``run`` starts."""
+        """Replace the persona for Sessions opened from now on (on disk when this returns)."""
         self._persona = persona
         self._persona_unsaved = True
         if self._files is not None and self._lock.held:
@@ -213,8 +212,7 @@ class Agent(AsyncContextManagerMixin):
         return self._hub.subscribe(buffer or self.config.event_buffer, overflow)
 
     def listen(self, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
-        """Call ``callback`` synchronously with every event as it is published (it must be
-        quick). Returns the way to stop; a host hears a reopened Session this way."""
+        """Call ``callback`` (quick, synchronous) with every event; returns the way to stop."""
         return self._hub.listen(callback)
 
     def _publish(self, session_id: str | None, body: Any) -> None:  # (to ``events()``)
@@ -350,8 +348,7 @@ class Agent(AsyncContextManagerMixin):
         origin: Origin = "user",
         resumed: bool = False,
     ) -> None:
-        """Own a Session built elsewhere (not running yet): the Agent starts it, hears it,
-        decides its memory candidates when it closes, and closes it with the Agent."""
+        """Own a Session built elsewhere (not running yet): start, hear, decide, close it."""
         self._sessions.check_open()
         if session.state != "new":
             raise SessionClosedError(f"session {session.id} has already run: adopt it before")
@@ -365,17 +362,16 @@ class Agent(AsyncContextManagerMixin):
     async def forget(
         self, fact_id: str, reason: str = "forgotten on request", *, scope: ForgetScope = "fact"
     ) -> Decision:
-        """Forget the fact ``fact_id`` (one ledger decision, announced): with ``scope="fact"``
-        it leaves search and the prefix; with ``"evidence"`` what was said goes too (its
-        evidence episodes leave search); with ``"erase"`` the text of both leaves every file
-        under the Agent's directory (``_erase``; open Sessions' files are left). ``FactNotFoundError`` if there is none;
-        ``FactForgottenError`` (a subclass) if it was forgotten already (with that scope or
-        a wider one): concurrent requests to forget one fact make exactly one decision."""
-        forgetting = (
-            erase_everywhere(self.memory, self.directory, set(self.sessions), fact_id, reason)
-            if scope == "erase"
-            else self.memory.forget(fact_id, reason, scope=scope)
-        )
+        """Forget the fact ``fact_id`` (one ledger decision, announced). ``scope``: ``"fact"``
+        (search and prefix), ``"evidence"`` (what was said, too), ``"erase"`` (their text
+        leaves every file under the Agent's directory but open Sessions'; docs/memory.md).
+        ``FactNotFoundError``, or ``FactForgottenError`` if forgotten already: concurrent
+        requests make exactly one decision."""
+        if scope == "erase":
+            sessions = set(self.sessions)
+            forgetting = erase_everywhere(self.memory, self.directory, sessions, fact_id, reason)
+        else:
+            forgetting = self.memory.forget(fact_id, reason, scope=scope)
         (decision,) = await self._adjudication.announced(forgetting)
         return decision
 
