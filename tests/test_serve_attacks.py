@@ -410,6 +410,7 @@ def test_every_route_answers_odd_ids_with_4xx(server: Server) -> None:
         "session_id": str(opened.json()["session_id"]),
         "fact_id": "f1",
         "wakeup_id": "w1",
+        "call_id": "call-1",
         "name": "app.js",
     }
     wakeup = {"id": "w1", "trigger": {"type": "event", "name": "ping"}, "text": "hello"}
