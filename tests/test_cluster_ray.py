@@ -246,7 +246,7 @@ async def test_a_killed_host_actor_restarts_its_agent_resumes_and_an_sse_reader_
                 pass
         # Before any call reaches it, the restarted actor's host finds the sleeper due and
         # starts it; its scheduler runs the firing missed while the host was down once.
-        assert await anyio.to_thread.run_sync(woke.wait, 30)  # (a guard, not a wait)
+        assert await anyio.to_thread.run_sync(woke.wait, 120)  # (a guard: a restart under load)
 
         # The next calls wait for the restarted actor; the Agent reopens from its directory.
         restarted = await hosts.session_info(agent, session)
