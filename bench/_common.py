@@ -7,6 +7,7 @@ and ``from _common import ...`` finds this module.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import queue
@@ -16,11 +17,11 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import msgspec
 
-__all__ = ["Server", "exit_on_sigterm", "lookup", "lookup_calls", "run_child"]
+__all__ = ["LineChild", "Server", "exit_on_sigterm", "lookup", "lookup_calls", "run_child"]
 
 T = TypeVar("T")
 
@@ -131,3 +132,100 @@ def median_ci(values: Sequence[float]) -> tuple[float, float]:
     half = 1.96 * math.sqrt(n) / 2
     low, high = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half) - 1)
     return ordered[low], ordered[high]
+
+
+class LineChild:
+    """A child process spoken to one line at a time: it says ``ready``, then answers each
+    command with one JSON line (anything else it prints is kept aside and shown if it
+    fails). ``name`` says which child in errors ("the base worker")."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.timeout = timeout
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.process = subprocess.Popen(
+            [sys.executable, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            env=None if env is None else dict(env),
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.other: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # the end
+
+    def line(self) -> str:
+        """The child's next line of the protocol (``ready`` or JSON)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=self.timeout)
+            except queue.Empty:
+                self.fail(f"said nothing for {self.timeout:g}s")
+            if not line:
+                self.fail("ended early")
+            if line.startswith(("ready", "{")):
+                return line
+            self.other.append(line)
+
+    def say(self, line: str) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            self.fail("ended early")
+
+    def ask(self, command: str, kind: type[T]) -> T:
+        """Send ``command``; its answer, decoded as ``kind``."""
+        self.say(command)
+        line = self.line()
+        try:
+            return msgspec.json.decode(line, type=kind)
+        except msgspec.DecodeError:
+            self.fail(f"said {line!r} instead of its figures")
+
+    def ready(self) -> None:
+        line = self.line()
+        if line.strip() != "ready":
+            self.fail(f"said {line!r} instead of ready")
+
+    def stop(self) -> None:
+        self.say("stop")
+        try:
+            code = self.process.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.fail("did not stop")
+        if code != 0:
+            self.fail("failed")
+
+    def fail(self, what: str) -> NoReturn:
+        self.close(keep_stderr=True)
+        self.stderr.seek(0)
+        sys.stderr.write("".join(self.other) + self.stderr.read().decode(errors="replace"))
+        self.stderr.close()
+        raise RuntimeError(f"the {self.name} {what} (exit code {self.process.returncode})")
+
+    def close(self, *, keep_stderr: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    stream.close()
+        if not keep_stderr:
+            self.stderr.close()

@@ -45,28 +45,24 @@ The last line of output is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import os
-import queue
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import anyio
 import httpx2
 import msgspec
 import openai
-from _common import Server, exit_on_sigterm, lookup, lookup_calls, median_ci
+from _common import LineChild, Server, exit_on_sigterm, lookup, lookup_calls, median_ci
 from openai.types.chat import (
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -574,14 +570,13 @@ WORKER_TIMEOUT = 300.0
 """Longest a worker may take to set up and warm up, or to run one block."""
 
 
-class Worker:
+class Worker(LineChild):
     """A child process serving blocks of exchanges (``serve``), from this checkout or another."""
 
     def __init__(
         self, label: str, base_url: str, variants: Sequence[Variant], warmup: int, tree: str | None
     ) -> None:
         self.label = label
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         env = None
         if tree is not None:
             # The other checkout's xai first on the path; this file and _common stay ours.
@@ -590,79 +585,15 @@ class Worker:
                 "PYTHONPATH": os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]),
             }
         args = ["--worker", ",".join(variants), "--base-url", base_url, "--warmup", str(warmup)]
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put("")  # the end
-
-    def _line(self) -> str:
-        while True:
-            try:
-                line = self.lines.get(timeout=WORKER_TIMEOUT)
-            except queue.Empty:
-                self.fail(f"said nothing for {WORKER_TIMEOUT:g}s")
-            if not line:
-                self.fail("ended early")
-            if line.startswith(("ready", "{")):
-                return line
-
-    def _say(self, line: str) -> None:
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
-        except BrokenPipeError:
-            self.fail("ended early")
-
-    def fail(self, what: str) -> NoReturn:
-        self.close()
-        self.stderr.seek(0)
-        sys.stderr.write(self.stderr.read().decode(errors="replace"))
-        raise RuntimeError(f"the {self.label} worker {what} (exit {self.process.returncode})")
-
-    def ready(self) -> None:
-        if self._line().strip() != "ready":
-            self.fail("did not say ready")
+        argv = [str(Path(__file__).resolve()), *args]
+        super().__init__(f"{label} worker", argv, timeout=WORKER_TIMEOUT, env=env)
 
     def run(self, variant: Variant, runs: int) -> Block:
-        self._say(f"run {variant} {runs}")
-        line = self._line()
-        try:
-            return msgspec.json.decode(line, type=Block)
-        except msgspec.DecodeError:
-            self.fail(f"said {line!r} instead of its figures")
+        return self.ask(f"run {variant} {runs}", Block)
 
     def stop(self) -> None:
-        self._say("stop")
-        try:
-            code = self.process.wait(timeout=WORKER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.fail("did not stop")
-        if code != 0:
-            self.fail("failed")
+        super().stop()
         self.close()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    stream.close()
-        self.stderr.close()
 
 
 # -- orchestrating, in the parent ------------------------------------------------------------

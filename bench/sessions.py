@@ -89,24 +89,20 @@ The last line of output is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
-import queue
 import resource
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, NoReturn, TypeVar
+from typing import Literal, TypeVar
 
 import _common
 import anyio
@@ -114,7 +110,7 @@ import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import msgspec
-from _common import Server, exit_on_sigterm, lookup, lookup_calls
+from _common import LineChild, Server, exit_on_sigterm, lookup, lookup_calls
 
 import xai
 from xai.events import EventsDropped, SessionEvent, TurnDone
@@ -784,88 +780,16 @@ CHILD_TIMEOUT = 300.0
 """Longest a CPU child may take to warm up or to run one slice."""
 
 
-class CpuChild:
+class CpuChild(LineChild):
     """A CPU variant's child process, fed one slice of turns at a time."""
 
     def __init__(self, variant: CpuVariant, plan: Plan) -> None:
         self.variant = variant
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller of close())
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), *_child_args(variant, plan)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.other: list[str] = []
-        """What else the child wrote on its stdout (shown if it fails)."""
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put("")  # the end
-
-    def _line(self) -> str:
-        """The child's next line of the protocol (``ready`` or JSON); others are kept aside."""
-        while True:
-            try:
-                line = self.lines.get(timeout=CHILD_TIMEOUT)
-            except queue.Empty:
-                self.fail(f"said nothing for {CHILD_TIMEOUT:g}s")
-            if not line:
-                self.fail("ended early")
-            if line.startswith(("ready", "{")):
-                return line
-            self.other.append(line)
-
-    def _say(self, line: str) -> None:
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
-        except BrokenPipeError:
-            self.fail("ended early")
-
-    def fail(self, what: str) -> NoReturn:
-        self.close()
-        self.stderr.seek(0)
-        sys.stderr.write("".join(self.other) + self.stderr.read().decode(errors="replace"))
-        code = self.process.returncode
-        raise RuntimeError(f"the {self.variant} child {what} (exit code {code})")
-
-    def ready(self) -> None:
-        line = self._line()
-        if line.strip() != "ready":
-            self.fail(f"said {line!r} instead of ready")
+        argv = [str(Path(__file__).resolve()), *_child_args(variant, plan)]
+        super().__init__(f"{variant} child", argv, timeout=CHILD_TIMEOUT)
 
     def run(self, turns: int) -> CpuSlice:
-        self._say(f"run {turns}")
-        line = self._line()
-        try:
-            return msgspec.json.decode(line, type=CpuSlice)
-        except msgspec.DecodeError:
-            self.fail(f"said {line!r} instead of its figures")
-
-    def stop(self) -> None:
-        self._say("stop")
-        try:
-            code = self.process.wait(timeout=CHILD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.fail("did not stop")
-        if code != 0:
-            self.fail("failed")
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    stream.close()
+        return self.ask(f"run {turns}", CpuSlice)
 
 
 def _figures(variant: CpuVariant, slices: Sequence[CpuSlice]) -> CpuFigures:
@@ -914,7 +838,6 @@ def cpu_rounds(
         finally:
             for c in children:
                 c.close()
-                c.stderr.close()
         figures = {v: _figures(v, slices[v]) for v in variants}
         for variant in variants:
             results[variant].append(figures[variant])
