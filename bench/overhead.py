@@ -533,6 +533,8 @@ class Block(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     cpu_s: float
     wall_s: float
+    system_s: float = 0.0
+    """The part of ``cpu_s`` spent in the kernel (``os.times``): an fsync's, a file's creation."""
 
 
 async def serve(base_url: str, variants: Sequence[Variant], warmup: int) -> None:
@@ -553,12 +555,13 @@ async def serve(base_url: str, variants: Sequence[Variant], warmup: int) -> None
             if len(words) != 3 or words[0] != "run":
                 break
             one_run, count = runs[words[1]], int(words[2])
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+            cpu0, wall0, system0 = time.process_time(), time.perf_counter(), os.times().system
             for _ in range(count):
                 await one_run()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            system = os.times().system - system0
             measured += count
-            block = Block(variant=words[1], runs=count, cpu_s=cpu, wall_s=wall)
+            block = Block(variant=words[1], runs=count, cpu_s=cpu, wall_s=wall, system_s=system)
             print(msgspec.json.encode(block).decode(), flush=True)
         if lookup_calls() - calls0 != measured:
             raise AssertionError(
@@ -633,6 +636,7 @@ def parent(
     units: list[Unit] = [("new", v) for v in variants]
     units += [(label, v) for label, _ in baselines for v in old_variants]
     cpu: dict[Unit, list[float]] = {u: [] for u in units}  # ms per exchange, per block
+    system: dict[Unit, list[float]] = {u: [] for u in units}  # the kernel's part of it
     rounds: list[dict[Unit, list[float]]] = []
     blocks = blocks_per_round(plan)
     try:
@@ -660,6 +664,7 @@ def parent(
                     for unit in order:
                         figures = workers[unit[0]].run(unit[1], BLOCK_RUNS)
                         this_round[unit].append(figures.cpu_s * 1000 / figures.runs)
+                        system[unit].append(figures.system_s * 1000 / figures.runs)
                     if block >= 1 and time.perf_counter() - started > plan.max_seconds * len(units):
                         break
                 for worker in workers.values():
@@ -689,6 +694,8 @@ def parent(
     for label, v in units:
         key = v if label == "new" else f"{label}_{v}"
         summary[f"{key}_cpu_ms_per_run"] = round(statistics.median(cpu[(label, v)]), 4)
+        # (the kernel's part: a mean, os.times ticks are coarse against a block)
+        summary[f"{key}_system_ms_per_run"] = round(statistics.fmean(system[(label, v)]), 4)
     met = True
     for name, a, b in pairs:
         ratio, per_round = paired_ratio(cpu[a], cpu[b]), [paired_ratio(r[a], r[b]) for r in rounds]

@@ -143,9 +143,10 @@ class AgentMood:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            done = (await anyio.to_thread.run_sync(self._load)).setdefault(
-                context.session_id, set()
-            )
+            digested = self._digested  # the ledger is read once, in a worker thread
+            if digested is None:
+                digested = await anyio.to_thread.run_sync(self._load)
+            done = digested.setdefault(context.session_id, set())
             deltas = tuple(d for d in context.mood if d.turn not in done)
             if not deltas:
                 return

@@ -213,6 +213,8 @@ class SessionSet:
         def forward(event: SessionEvent) -> None:
             body = event.event
             self._publish(session.id, body)
+            if type(body) not in _WATCHED:  # a streamed delta, most of a turn's events
+                return
             if _stopped_by_a_full_disk(body):
                 # It stopped, not closed (a full disk): the Agent no longer runs it.
                 self._stalled.add(session.id)
@@ -267,6 +269,10 @@ class SessionSet:
                     closed.append(session)
                     group.start_soon(session.close, "owner_shutdown")
         return closed
+
+
+_WATCHED: frozenset[type] = frozenset({SessionFailed, CandidatesProposed, SessionClosed})
+"""The events the Agent acts on besides passing them on (none of them is subclassed)."""
 
 
 def _stopped_by_a_full_disk(body: object) -> bool:

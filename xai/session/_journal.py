@@ -133,21 +133,24 @@ class Journal:
     def append(self, record: Record) -> int:
         """Write ``record``; returns where it ends in the file (its position: a byte offset,
         the same for as long as the journal exists, so it names the record)."""
-        if self._fd is None:
+        fd = self._fd
+        if fd is None:
             raise NotOpenError(f"journal {self.path}")
-        data = memoryview(encode_record(record) + b"\n")
+        data = encode_record(record) + b"\n"
         size = len(data)
-        start = os.lseek(self._fd, 0, os.SEEK_END)
-        with space_checked(self.path):
-            try:
-                while data:
-                    written = os.write(self._fd, data)
-                    data = data[written:]
-            except OSError:
-                # Cut a half-written record back off (a full disk): the journal stays a
-                # clean prefix of what was said, readable and appendable once space is freed.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, start)
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            written = os.write(fd, data)  # one call writes it all but on a full disk
+            if written < size:
+                rest = memoryview(data)[written:]
+                while rest:
+                    rest = rest[os.write(fd, rest) :]
+        except OSError:
+            # Cut a half-written record back off (a full disk): the journal stays a
+            # clean prefix of what was said, readable and appendable once space is freed.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            with space_checked(self.path):  # (raised as DiskFullError when it is that)
                 raise
         if self.on_append is not None:
             self.on_append(record, size)
