@@ -47,6 +47,7 @@ The last line of output is one JSON object with the figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -75,9 +76,12 @@ from openai.types.chat import (
 import xai
 from xai.testing import Reply, Rule, Script, ScriptedCall
 
-Variant = Literal["sdk", "xai", "floor", "session_once", "agent"]
+Variant = Literal[
+    "sdk", "xai", "floor", "session_once", "agent", "agent_unsynced", "agent_moodless"
+]
 VARIANTS: tuple[Variant, ...] = ("sdk", "floor", "xai", "session_once", "agent")
-"""Run by default (``--variants`` picks some)."""
+"""Run by default (``--variants`` picks some; ``agent_unsynced`` and ``agent_moodless``,
+the Agent without its fsyncs or without its mood, say what those cost)."""
 BASELINE_VARIANTS: tuple[Variant, ...] = ("xai", "session_once", "agent")
 """The variants a ``--baseline`` checkout runs too (its xai's, in the same rounds)."""
 OneRun = Callable[[], Awaitable[None]]
@@ -468,18 +472,30 @@ class _NoEmbedder:
         raise AssertionError("the memory-off Agent embedded text")
 
 
-async def setup_agent(base_url: str, stack: AsyncExitStack) -> OneRun:
+async def setup_agent(
+    base_url: str, stack: AsyncExitStack, *, synced: bool = True, mood: bool = True
+) -> OneRun:
     """A turn of an Agent whose memory is off (no extraction, no memory tool): a Session
     opened for the exchange and closed after it (from an empty history, as every other
-    variant starts), its journal under the Agent's temporary directory (``fsync="turn"``)."""
+    variant starts), its journal under the Agent's temporary directory (``fsync="turn"``;
+    ``synced=False``: no fsync of the journal nor of the memory's ledger; ``mood=False``:
+    the Agent's mood off)."""
     from xai.agent import Agent, AgentConfig
     from xai.session import SessionConfig
 
     provider = await xai_provider(base_url, stack)
     directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="xai-bench-agent-"))
-    config = AgentConfig(
-        session=SessionConfig(extract_memory=False, delegation=False), memory_tool=False
-    )
+    # Only what differs from the defaults is named: a baseline checkout may predate it.
+    session_options: dict[str, Any] = {"extract_memory": False, "delegation": False}
+    agent_options: dict[str, Any] = {"memory_tool": False}
+    if not synced:
+        session_options["fsync"] = "off"
+        agent_options["sync_ledger"] = False
+    if not mood:
+        from xai.mood import MoodConfig
+
+        agent_options["mood"] = MoodConfig(enabled=False)
+    config = AgentConfig(session=SessionConfig(**session_options), **agent_options)
     agent = await stack.enter_async_context(
         Agent(directory, provider, tools=[lookup], embedder=_NoEmbedder(), config=config)
     )
@@ -523,6 +539,8 @@ SETUPS: dict[Variant, Callable[[str, AsyncExitStack], Awaitable[OneRun]]] = {
     "xai": setup_xai,
     "session_once": setup_session_once,
     "agent": setup_agent,
+    "agent_unsynced": functools.partial(setup_agent, synced=False),
+    "agent_moodless": functools.partial(setup_agent, mood=False),
 }
 
 
@@ -618,6 +636,9 @@ RATIOS: tuple[tuple[str, Unit, Unit], ...] = (
     ("floor_vs_sdk", ("new", "floor"), ("new", "sdk")),
     ("session_once_vs_xai", ("new", "session_once"), ("new", "xai")),
     ("agent_vs_sdk", ("new", "agent"), ("new", "sdk")),
+    ("agent_vs_xai", ("new", "agent"), ("new", "xai")),
+    ("agent_unsynced_vs_xai", ("new", "agent_unsynced"), ("new", "xai")),
+    ("agent_moodless_vs_xai", ("new", "agent_moodless"), ("new", "xai")),
 )
 """The ratios of units in the same worker (``new``), each against its baseline unit."""
 
