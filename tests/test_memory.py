@@ -432,7 +432,7 @@ async def test_passes_defer_their_index_writes_and_later_ones_see_them(tmp_path:
             "The user likes green tea.",
             "The user no longer likes green tea.",
         ]
-        kinds = []
+        kinds: list[str] = []
         for n, text in enumerate(said):  # one pass each, as Sessions closing one by one
             kinds.extend(d.kind for d in await memory.adjudicate([candidate(text, f"s{n}")]))
         assert kinds == ["add", "reinforce", "supersede"]

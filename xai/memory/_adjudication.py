@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, assert_never
 
+import anyio
 import msgspec
 
 from xai.logs import get_logger
@@ -138,9 +139,13 @@ class Adjudicator:
         # The candidates and their evidence in one embedding call (the model batches
         # texts of like length together).
         cited = self._cited(todo)
-        embedded = await self.store.embedder.embed(
-            [c.text for c in todo] + [" ".join(texts) for _, texts in cited]
-        )
+        texts = [c.text for c in todo] + [" ".join(said) for _, said in cited]
+        async with anyio.create_task_group() as group:
+            # What earlier passes left for the index, if due, written meanwhile (chromadb
+            # waits on its disk syncs while the model computes).
+            group.start_soon(self.store.write_due)
+            embedded = await self.store.embedder.embed(texts)
+        await self.store.ensure_index()  # (let go of if it could not be written)
         vectors = embedded[: len(todo)]
         self._check_support(todo, vectors, cited, embedded[len(todo) :])
         queue = deque(zip(todo, vectors, strict=True))

@@ -5,12 +5,13 @@ Every change is one decision, made under the store's lock: appended to the ledge
 between the two is repaired from the ledger on the next open.
 
 The index writes of adjudication passes are grouped across passes (``batch(defer=True)``):
-chromadb syncs each write to disk (8 fsyncs, 40-90 ms on a shared machine), more than
+chromadb syncs each write to disk (8 fsyncs, 20-90 ms on a shared machine), more than
 embedding a closing Session's few candidates costs. A pass's decisions are acknowledged
 when the ledger is synced; its index changes stay in memory (``FactStore.nearest`` sees
-them) until ``_DEFER_CHANGES`` of them wait, one of them is ``_DEFER_SECONDS`` old at
-the end of a pass, something reads the index (``settle``: search, the prefix, any other
-write, a snapshot, close) or the memory closes. A kill meanwhile loses only derived
+them) until something reads the index (``settle``: search, the prefix, any other write,
+a snapshot, close), or until a pass starts when ``_DEFER_CHANGES`` of them wait or one
+of them is ``_DEFER_SECONDS`` old (``write_due``: the adjudicator writes them while it
+embeds that pass's candidates, outside the lock). A kill meanwhile loses only derived
 data: the next open finds the index behind the ledger and repairs it. Adjudication
 (``_adjudication.Adjudicator``) and decay/compaction (``_maintenance.Maintenance``) are
 handed this one object and change facts only through ``write``; reading (search, the
@@ -42,10 +43,10 @@ _log = get_logger(__name__)
 
 _DEFER_CHANGES = 256
 """Index changes (facts to delete, upsert or update) deferred adjudication passes may leave
-waiting before the pass that reaches this many writes them. Bounds what a restart after a
-kill re-embeds and what waits in memory."""
+waiting: the next pass writes them (so at most this many and one pass's wait). Bounds
+what a restart after a kill re-embeds and what waits in memory."""
 _DEFER_SECONDS = 10.0
-"""Nor may a change wait longer than this past the end of a pass."""
+"""Nor does the next pass leave a change waiting that is older than this."""
 
 
 class _Pending:
@@ -65,7 +66,7 @@ class _Pending:
         return len(self.upserts) + len(self.updates) + len(self.deletes)
 
     def due(self) -> bool:
-        """Whether a deferring pass must write these now."""
+        """Whether the next adjudication pass writes these (``FactStore.write_due``)."""
         return len(self) >= _DEFER_CHANGES or time.monotonic() - self.since >= _DEFER_SECONDS
 
     def add(self, facts: Sequence[Fact], vectors: dict[str, list[float]]) -> None:
@@ -245,6 +246,21 @@ class FactStore:
         with anyio.CancelScope(shield=True), self.repaired_if_unreachable():
             await _apply(index, pending)
 
+    async def write_due(self) -> None:
+        """Write what deferred passes left waiting if it is due (``_Pending.due``): the
+        adjudicator calls it while it embeds the next pass's candidates (never holding the
+        lock). An index that cannot be reached is let go of (``repaired_if_unreachable``)
+        and no error raised: the pass opens and repairs it again."""
+        pending = self._pending
+        if pending is None or self._lock is None or not pending.due():
+            return
+        async with self._lock:
+            if not self._batching:
+                try:
+                    await self._write_index()
+                except MemoryUnavailableError:
+                    _log.warning("memory.index_unwritten", changes=len(pending))
+
     async def settle(self) -> None:
         """Write to the index what deferred adjudication passes left waiting: called before
         anything reads the index. Takes the store's lock when there is something to write
@@ -271,7 +287,7 @@ class FactStore:
     async def batch(self, *, defer: bool = False) -> AsyncIterator[None]:
         """Group index writes (chromadb syncs to disk on every write) and the ledger's
         fsync: one of each per batch, ledger first. With ``defer`` (an adjudication pass),
-        the index changes may wait for later passes (the module says until when); without,
+        the index changes wait for later passes (the module says until when); without,
         what earlier passes left is written first, so the batch reads a whole index. A kill
         before the index is written is repaired from the ledger on the next open."""
         if self._batching:
@@ -287,8 +303,7 @@ class FactStore:
             with anyio.CancelScope(shield=True):
                 if self.ledger is not None:
                     await self.ledger.flush()  # the acknowledgement
-                pending = self._pending
-                if pending is not None and (not defer or pending.due()):
+                if not defer:
                     await self._write_index()
 
     async def nearest(
