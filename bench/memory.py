@@ -40,6 +40,8 @@ The figures of the issue, on this machine, with the offline embedding model
    ``--repeats`` runs the variants that many times in alternating order and
    reports the median run; ``--profile`` adds a cProfile of the first
    ``rules_sync`` run (main thread only: the worker threads show up as waits).
+   The timed part ends once the index holds every decision (``FactStore.settle``:
+   adjudication defers its index writes across calls).
 4. Search and the memory prefix at ``--facts`` and at ``--large-facts``
    (100,000): p50/p95 of ``await memory.search(query, k=5)`` (the query's
    embedding and the BM25 fusion included: the nearest 40 by cosine, the best 40
@@ -86,6 +88,9 @@ the load average is printed and reported.
     python bench/memory.py --quick    # 2,000 / 20,000 facts, 200 candidates
     python bench/memory.py --check    # exit 1 if a goal is not met
     python bench/memory.py --search-only   # the store, search and prefix only
+    python bench/memory.py --adjudicate-only --no-judge --baseline /work/main --repeats 3
+        # the store and adjudication only, each run also with the xai of another
+        # checkout (old and new alternating): keys baseline_* and *_vs_baseline_ratio
 
 The last line of output is one JSON object with the figures.
 """
