@@ -314,12 +314,14 @@ class FactStore:
         tiers: Sequence[str] | None = None,
         indexed: Sequence[tuple[str, float]] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest active facts, including those written earlier in the running batch.
+        """Nearest active facts, including those decided but not yet written to the index
+        (earlier in the running batch, or by deferred passes before it), scored exactly
+        from the vectors kept with them.
 
         ``indexed``: the index's nearest for ``vector`` fetched earlier in this batch (the
-        index is not written until the batch ends, so they still hold), at least ``k``
-        plus a margin of them; they are queried again only if what the batch retired or
-        re-embedded since leaves fewer than ``k``."""
+        index is not written while a batch runs, so they still hold), at least ``k``
+        plus a margin of them; they are queried again only if what waits to be retired or
+        re-embedded leaves fewer than ``k``."""
         pending = self._pending
         busy = pending is not None and bool(pending.upserts or pending.deletes or pending.updates)
         if pending is None or not busy:
