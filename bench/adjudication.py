@@ -92,6 +92,9 @@ async def ingest(
             for call in calls:
                 for decision in await memory.adjudicate(call, session_id=batch[0].session_id):
                     counts[decision.kind] += 1
+        settle = getattr(memory.fact_store, "settle", None)  # (code before deferred writes)
+        if settle is not None:
+            await settle()  # the index writes the passes deferred are part of the work
         seconds = time.perf_counter() - start
         evidence = {d.candidate.id: d.candidate.evidence for d in memory.ledger() if d.candidate}
         reachable = {

@@ -40,6 +40,8 @@ The figures of the issue, on this machine, with the offline embedding model
    ``--repeats`` runs the variants that many times in alternating order and
    reports the median run; ``--profile`` adds a cProfile of the first
    ``rules_sync`` run (main thread only: the worker threads show up as waits).
+   The timed part ends once the index holds every decision (``FactStore.settle``:
+   adjudication defers its index writes across calls).
 4. Search and the memory prefix at ``--facts`` and at ``--large-facts``
    (100,000): p50/p95 of ``await memory.search(query, k=5)`` (the query's
    embedding and the BM25 fusion included: the nearest 40 by cosine, the best 40
@@ -86,6 +88,9 @@ the load average is printed and reported.
     python bench/memory.py --quick    # 2,000 / 20,000 facts, 200 candidates
     python bench/memory.py --check    # exit 1 if a goal is not met
     python bench/memory.py --search-only   # the store, search and prefix only
+    python bench/memory.py --adjudicate-only --no-judge --baseline /work/main --repeats 3
+        # the store and adjudication only, each run also with the xai of another
+        # checkout (old and new alternating): keys baseline_* and *_vs_baseline_ratio
 
 The last line of output is one JSON object with the figures.
 """
@@ -842,6 +847,9 @@ async def run_adjudicate(job: Job) -> AdjudicationFigures:
             profiler.enable()
         for batch in batches:
             decisions.extend(await memory.adjudicate(batch, session_id=batch[0].session_id))
+        settle = getattr(memory.fact_store, "settle", None)  # (code before deferred writes)
+        if settle is not None:
+            await settle()  # the index writes the passes deferred are part of the work
         if profiler is not None:
             profiler.disable()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -1145,9 +1153,16 @@ def judge_script() -> bytes:
     )
 
 
-def run_child(job: Job, kind: type[FiguresT]) -> FiguresT:
+def run_child(job: Job, kind: type[FiguresT], *, code: str | None = None) -> FiguresT:
+    """``job`` in a child process; ``code``: a checkout whose ``xai`` the child imports
+    instead of this one's (``--baseline``)."""
     args = ["--job", msgspec.json.encode(job).decode()]
-    return _common.run_child(__file__, args, kind, what=f"{job.phase} child", timeout=3_600)
+    env = None
+    if code is not None:
+        env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())}
+    return _common.run_child(
+        __file__, args, kind, what=f"{job.phase} child", timeout=3_600, env=env
+    )
 
 
 def say(line: str) -> None:
@@ -1169,8 +1184,10 @@ def adjudicate(
     args: argparse.Namespace,
     *,
     profile: bool,
+    code: str | None = None,
 ) -> AdjudicationFigures:
-    """One adjudication child on a fresh copy of the base store (and a judge server if needed)."""
+    """One adjudication child on a fresh copy of the base store (and a judge server if needed);
+    ``code``: the checkout whose ``xai`` it runs (``None``: this one)."""
     server: Server | None = None
     store = root / variant
     shutil.copytree(base, store)
@@ -1193,6 +1210,7 @@ def adjudicate(
                 seed=args.seed,
             ),
             AdjudicationFigures,
+            code=code,
         )
     finally:
         if server is not None:
@@ -1231,6 +1249,20 @@ def show_adjudication(figures: AdjudicationFigures, round_: int | None) -> None:
             say(f"    {line}")
 
 
+def median_run(results: Sequence[AdjudicationFigures]) -> AdjudicationFigures:
+    """The median rate; the run just below it stands for the variant's other figures (and
+    its ratios are each the median of the runs')."""
+    ranked = sorted(results, key=lambda f: f.candidates_per_s)
+    return msgspec.structs.replace(
+        ranked[(len(ranked) - 1) // 2],
+        candidates_per_s=round(statistics.median(f.candidates_per_s for f in ranked), 1),
+        embed_same_calls_per_s=round(
+            statistics.median(f.embed_same_calls_per_s for f in ranked), 1
+        ),
+        embed_one_call_per_s=round(statistics.median(f.embed_one_call_per_s for f in ranked), 1),
+    )
+
+
 def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     root = Path(tempfile.mkdtemp(prefix="xai-bench-memory-"))
@@ -1238,6 +1270,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
     common = {"seed": args.seed, "samples": args.samples, "max_seconds": args.max_seconds}
     started = time.perf_counter()
     adjudications: dict[Variant, AdjudicationFigures] = {}
+    old_adjudications: dict[Variant, AdjudicationFigures] = {}
     load_before = os.getloadavg()[0]
     try:
         say(
@@ -1245,7 +1278,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
             f"stores under {root} (deleted at the end)"
         )
         rates: dict[int, float] = {}
-        if not args.search_only:
+        if not args.search_only and not args.adjudicate_only:
             embed = run_child(
                 Job(
                     phase="embed",
@@ -1278,21 +1311,28 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
         if args.search_only:
             variants = []
         runs: dict[Variant, list[AdjudicationFigures]] = {v: [] for v in variants}
+        old_runs: dict[Variant, list[AdjudicationFigures]] = {v: [] for v in variants}
+        codes: list[str | None] = [None] if args.baseline is None else [None, args.baseline]
         for round_ in range(args.repeats if variants else 0):
             for variant in variants if round_ % 2 == 0 else variants[::-1]:
-                figures = adjudicate(
-                    root, base, variant, sizes, args, profile=args.profile and round_ == 0
-                )
-                runs[variant].append(figures)
-                show_adjudication(figures, round_ if args.repeats > 1 else None)
+                # With --baseline, this code and the baseline's alternate, first one then
+                # the other from round to round.
+                for code in codes if round_ % 2 == 0 else codes[::-1]:
+                    figures = adjudicate(
+                        root, base, variant, sizes, args,
+                        profile=args.profile and round_ == 0, code=code,
+                    )  # fmt: skip
+                    (runs if code is None else old_runs)[variant].append(figures)
+                    if code is not None:
+                        say(f"[baseline {code}]")
+                    show_adjudication(figures, round_ if args.repeats > 1 else None)
         for variant, results in runs.items():
-            # The median rate; the run just below it stands for the variant's other figures.
-            ranked = sorted(results, key=lambda f: f.candidates_per_s)
-            adjudications[variant] = msgspec.structs.replace(
-                ranked[(len(ranked) - 1) // 2],
-                candidates_per_s=round(statistics.median(f.candidates_per_s for f in ranked), 1),
-            )
+            adjudications[variant] = median_run(results)
+            if old_runs[variant]:
+                old_adjudications[variant] = median_run(old_runs[variant])
 
+        if args.adjudicate_only:
+            return adjudication_only(args, sizes, adjudications, old_adjudications, load_before)
         say(f"search and prefix at {sizes['facts']:,} then {sizes['large_facts']:,} facts ...")
         search = run_child(
             Job(
@@ -1458,6 +1498,65 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
     return 1 if args.check and not summary["goal_met"] else 0
 
 
+def ratios(figures: AdjudicationFigures) -> dict[str, float]:
+    """A variant held to the embedding of the same texts: in the same calls (what the
+    workload must embed anyway), and in one call (the model's best case)."""
+    return {
+        "vs_same_calls_embed_ratio": round(
+            figures.candidates_per_s / figures.embed_same_calls_per_s, 4
+        ),
+        "vs_one_call_embed_ratio": round(
+            figures.candidates_per_s / figures.embed_one_call_per_s, 4
+        ),
+    }
+
+
+def adjudication_only(
+    args: argparse.Namespace,
+    sizes: dict[str, int],
+    new: dict[Variant, AdjudicationFigures],
+    old: dict[Variant, AdjudicationFigures],
+    load_before: float,
+) -> int:
+    """``--adjudicate-only``: the adjudication's JSON line (with ``--baseline``, the
+    baseline's figures of the same run beside it)."""
+    summary: dict[str, Any] = {
+        "candidates": sizes["candidates"],
+        "candidates_per_call": args.batch,
+        "store_facts": sizes["facts"],
+    }
+    for variant, figures in new.items():
+        summary[f"{variant}_candidates_per_s"] = figures.candidates_per_s
+        summary[f"{variant}_cpu_ms_per_candidate"] = figures.cpu_ms_per_candidate
+        summary[f"{variant}_breakdown_ms_per_candidate"] = figures.breakdown_ms_per_candidate
+        summary[f"{variant}_operations"] = figures.operations
+        summary[f"{variant}_decisions"] = figures.decisions
+        for key, value in ratios(figures).items():
+            summary[f"{variant}_{key}"] = value
+        before = old.get(variant)
+        if before is not None:
+            summary[f"baseline_{variant}_candidates_per_s"] = before.candidates_per_s
+            summary[f"baseline_{variant}_breakdown_ms_per_candidate"] = (
+                before.breakdown_ms_per_candidate
+            )
+            summary[f"baseline_{variant}_operations"] = before.operations
+            summary[f"baseline_{variant}_decisions"] = before.decisions
+            for key, value in ratios(before).items():
+                summary[f"baseline_{variant}_{key}"] = value
+            summary[f"{variant}_vs_baseline_ratio"] = round(
+                figures.candidates_per_s / before.candidates_per_s, 4
+            )
+            summary[f"{variant}_same_decisions_as_baseline"] = figures.outcomes == before.outcomes
+    if args.baseline is not None:
+        summary["baseline"] = args.baseline
+    summary["goal_min_vs_same_calls_embed_ratio"] = 0.8
+    summary["adjudication_repeats"] = args.repeats
+    summary["load_avg_1m_start"] = round(load_before, 2)
+    summary["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(summary))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Long-term memory: adjudication, search, prefix and embedding throughput."
@@ -1481,6 +1580,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--search-only",
         action="store_true",
         help="only the store, search and prefix (no embedding throughput, no adjudication)",
+    )
+    parser.add_argument(
+        "--adjudicate-only",
+        action="store_true",
+        help="only the store and adjudication (no embedding table, no search or prefix)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also run each adjudication with the xai of this checkout, alternating with "
+        "this one's (e.g. /work/main): keys baseline_* and *_vs_baseline_ratio",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the rules-only run")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")

@@ -1,9 +1,14 @@
 """Long-term memory in a child process that stops dead at a chosen write, for the kill -9 tests.
 
-``python -m tests.memory_crash_child DIR POINT N``: decide the candidates in
+``python -m tests.memory_crash_child DIR POINT N [deferred]``: decide the candidates in
 DIR/candidates.json one by one, noting each decided id in DIR/acked.log, and
 freeze (writing DIR/frozen) at the N-th write of kind POINT: ``before_ledger``,
-``after_ledger`` (ledger synced, index not written) or ``after_index``.
+``after_ledger`` (ledger synced, index not written), ``after_index``, or ``acked``
+(after the N-th candidate's decision is acknowledged, before the memory closes).
+
+Without ``deferred`` every adjudication pass writes its index changes at its end (the
+index writes the ``after_index`` point counts); with it, passes defer them as they do
+by default (``_writer``): none is written before the memory closes.
 """
 
 from __future__ import annotations
@@ -15,14 +20,18 @@ from typing import Any
 import anyio
 import msgspec
 
-from xai.memory import LongTermMemory
+from xai.memory import LongTermMemory, _writer
 from xai.memory._index import VectorIndex
 from xai.memory._ledger import Ledger
 from xai.messages import MemoryCandidate
 
 
-def main(directory: Path, point: str, n: int) -> None:
+def main(directory: Path, point: str, n: int, deferred: bool) -> None:
     counts = {"ledger": 0, "index": 0}
+    if not deferred:
+        _writer._DEFER_CHANGES = 1  # every pass writes its index changes at its end
+    else:
+        _writer._DEFER_SECONDS = 3600.0  # none written before the memory closes, however slow
 
     async def freeze() -> None:
         (directory / "frozen").write_text(point)
@@ -67,10 +76,12 @@ def main(directory: Path, point: str, n: int) -> None:
                 await memory.adjudicate([candidate])
                 with (directory / "acked.log").open("a") as f:
                     f.write(candidate.id + "\n")
+                if point == "acked" and candidate.id == candidates[n - 1].id:
+                    await freeze()
         (directory / "finished").write_text("yes")
 
     anyio.run(run)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))
+    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["deferred"])

@@ -250,6 +250,7 @@ async def test_neighbours_fetched_ahead_are_fetched_again_when_the_batch_hid_the
             [said(t) for t in ("The user has a red bike.", "The user has a blue bike.")]
         )
         await memory.adjudicate([said("The user has a green bike.")])
+        await memory.fact_store.settle()  # (the passes deferred their index writes)
         (vector,) = await memory.embedder.embed(["The user has a bike."])
         ahead = await memory.fact_store.require_index().nearest_many([vector], 2)
         hidden = [fact_id for fact_id, _ in ahead[0]]

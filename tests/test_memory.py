@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from structlog.testing import capture_logs
 
 from tests.memory_helpers import fact_of
 from tests.session_helpers import last_content
@@ -419,5 +420,32 @@ async def test_one_batch_sees_its_own_earlier_decisions(tmp_path: Path) -> None:
         assert [d.kind for d in decisions] == ["add", "reinforce", "supersede"]
         (fact,) = memory.facts()
         assert fact.text == "The user no longer likes green tea."
+        await memory.fact_store.settle()  # (adjudication defers its index writes)
         indexed = await memory.fact_store.require_index().versions()
         assert indexed == {fact.id: fact.version}  # written once, at the end of the batch
+
+
+async def test_passes_defer_their_index_writes_and_later_ones_see_them(tmp_path: Path) -> None:
+    async with LongTermMemory(tmp_path) as memory:
+        said = [
+            "The user likes green tea.",
+            "The user likes green tea.",
+            "The user no longer likes green tea.",
+        ]
+        kinds: list[str] = []
+        for n, text in enumerate(said):  # one pass each, as Sessions closing one by one
+            kinds.extend(d.kind for d in await memory.adjudicate([candidate(text, f"s{n}")]))
+        assert kinds == ["add", "reinforce", "supersede"]
+        index = memory.fact_store.require_index()
+        assert await index.count() == 0  # acknowledged (the ledger is synced), not indexed yet
+        (hit,) = await memory.search("green tea", k=1)  # a read writes them first
+        (fact,) = memory.facts()
+        assert fact_of(hit).id == fact.id
+        assert await index.versions() == {fact.id: fact.version}
+        await memory.adjudicate([candidate("The user grows basil.", "s9")])
+    with capture_logs() as logs:
+        async with LongTermMemory(tmp_path) as memory:  # closing wrote the last pass's change
+            assert await memory.fact_store.require_index().versions() == {
+                f.id: f.version for f in memory.facts()
+            }
+    assert not [e for e in logs if e["event"] == "memory.index_repaired"]

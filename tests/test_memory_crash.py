@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
+from structlog.testing import capture_logs
 
 from tests.crash_helpers import kill_when
 from xai.memory import LongTermMemory
@@ -44,21 +45,39 @@ def candidates() -> list[MemoryCandidate]:
     ]
 
 
-def run_and_kill(directory: Path, point: str, n: int) -> None:
+def run_and_kill(directory: Path, point: str, n: int, deferred: bool) -> None:
     (directory / "candidates.json").write_bytes(msgspec.json.encode(candidates()))
-    kill_when("memory_crash_child", [str(directory), point, str(n)], (directory / "frozen").exists)
+    args = [str(directory), point, str(n), *(["deferred"] if deferred else [])]
+    kill_when("memory_crash_child", args, (directory / "frozen").exists)
 
 
 @pytest.mark.parametrize(
-    ("point", "n"),
-    [("before_ledger", 4), ("after_ledger", 4), ("after_index", 6), ("after_ledger", 9)],
+    ("point", "n", "deferred"),
+    [
+        ("before_ledger", 4, False),
+        ("after_ledger", 4, False),
+        ("after_index", 6, False),
+        ("after_ledger", 9, False),
+        # Index writes deferred across passes (the default): a kill leaves every
+        # acknowledged decision in the ledger and none in chromadb.
+        ("after_ledger", 4, True),
+        ("acked", 7, True),
+        ("acked", 10, True),
+    ],
 )
-async def test_kill_during_adjudication(tmp_path: Path, point: str, n: int) -> None:
-    await anyio.to_thread.run_sync(run_and_kill, tmp_path, point, n)
+async def test_kill_during_adjudication(tmp_path: Path, point: str, n: int, deferred: bool) -> None:
+    await anyio.to_thread.run_sync(run_and_kill, tmp_path, point, n, deferred)
     acked = (
         (tmp_path / "acked.log").read_text().split() if (tmp_path / "acked.log").exists() else []
     )
-    async with LongTermMemory(tmp_path / "memory") as memory:
+    with capture_logs() as logs:
+        memory = LongTermMemory(tmp_path / "memory")
+        await memory.open()
+    try:
+        if point == "acked":  # every decision acknowledged, none of them in chromadb yet
+            assert len(acked) == n
+            (repaired,) = [e for e in logs if e["event"] == "memory.index_repaired"]
+            assert repaired["facts"] == len(memory.facts())
         ledger = memory.ledger()
         decided = [d.candidate.id for d in ledger if d.candidate is not None]
         assert set(acked) <= set(decided), "an acknowledged decision was lost"
@@ -69,6 +88,8 @@ async def test_kill_during_adjudication(tmp_path: Path, point: str, n: int) -> N
         # redeliver everything: what was decided is not decided again, the rest is
         await memory.adjudicate(candidates())
         final = [d.candidate.id for d in memory.ledger() if d.candidate is not None]
+    finally:
+        await memory.close()
     assert Counter(final) == Counter(c.id for c in candidates())
     texts = Counter(f.text for f in memory.facts())
     assert all(count == 1 for count in texts.values()), texts

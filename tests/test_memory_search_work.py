@@ -75,6 +75,7 @@ async def test_the_vectors_an_index_holds_follow_its_writes_and_come_back_on_reo
         await memory.forget(ids[1])
         await memory.adjudicate([_candidate("The user collects vinyl records.", 9)])
         every_id = list(dict.fromkeys(ids + [f.id for f in memory.facts()]))
+        await memory.fact_store.settle()  # (adjudication defers its index writes)
         _assert_held_as_in_chroma(memory, every_id)
     async with LongTermMemory(tmp_path, config=config) as memory:
         await memory.search("warm the index", k=1)

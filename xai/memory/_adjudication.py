@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, assert_never
 
+import anyio
 import msgspec
 
 from xai.logs import get_logger
@@ -96,23 +97,27 @@ class Adjudicator:
         self._ungrounded: dict[str, Support] = {}
         """Candidates their evidence does not support, until decided (``_support``)."""
 
-    async def _check_support(
-        self, candidates: Sequence[MemoryCandidate], vectors: Sequence[list[float]]
+    def _cited(self, candidates: Sequence[MemoryCandidate]) -> list[tuple[int, list[str]]]:
+        """The candidates (by position) whose support is checked, with their cited
+        episodes' texts; a candidate whose episodes are unknown is not checked."""
+        if self._evidence is None or not self.store.config.check_support:
+            return []
+        cited = [(n, self._evidence(c.evidence)) for n, c in enumerate(candidates)]
+        return [(n, texts) for n, texts in cited if texts]
+
+    def _check_support(
+        self,
+        candidates: Sequence[MemoryCandidate],
+        vectors: Sequence[list[float]],
+        cited: Sequence[tuple[int, list[str]]],
+        said: Sequence[list[float]],
     ) -> None:
-        """Note the candidates whose cited episodes do not support them (one embedding
-        call for all their evidence); a candidate whose episodes are unknown is not checked."""
+        """Note the candidates whose cited episodes do not support them (``said``: the
+        embedding of each ``cited`` candidate's evidence, joined)."""
         config = self.store.config
-        if self._evidence is None or not config.check_support:
-            return
-        cited = [
-            (c, v, self._evidence(c.evidence)) for c, v in zip(candidates, vectors, strict=True)
-        ]
-        cited = [(c, v, texts) for c, v, texts in cited if texts]
-        if not cited:
-            return
-        said = await self.store.embedder.embed([" ".join(texts) for _, _, texts in cited])
-        for (candidate, vector, texts), evidence_vector in zip(cited, said, strict=True):
-            found = support(candidate.text, texts, vector, evidence_vector)
+        for (n, texts), evidence_vector in zip(cited, said, strict=True):
+            candidate = candidates[n]
+            found = support(candidate.text, texts, vectors[n], evidence_vector)
             if not found.holds(config.support_overlap, config.support_similarity):
                 self._ungrounded[candidate.id] = found
 
@@ -131,14 +136,24 @@ class Adjudicator:
         if not todo:
             return []
         await self.store.ensure_index()
-        vectors = await self.store.embedder.embed([c.text for c in todo])
-        await self._check_support(todo, vectors)
+        # The candidates and their evidence in one embedding call (the model batches
+        # texts of like length together).
+        cited = self._cited(todo)
+        texts = [c.text for c in todo] + [" ".join(said) for _, said in cited]
+        async with anyio.create_task_group() as group:
+            # What earlier passes left for the index, if due, written meanwhile (chromadb
+            # waits on its disk syncs while the model computes).
+            group.start_soon(self.store.write_due)
+            embedded = await self.store.embedder.embed(texts)
+        await self.store.ensure_index()  # (let go of if it could not be written)
+        vectors = embedded[: len(todo)]
+        self._check_support(todo, vectors, cited, embedded[len(todo) :])
         queue = deque(zip(todo, vectors, strict=True))
         answers: dict[str, _Answer] = {}
         decisions: list[Decision] = []
         while queue:
             question: _Question | None = None
-            async with lock, self.store.batch():
+            async with lock, self.store.batch(defer=True):
                 ahead: dict[str, list[tuple[str, float]]] = {}
                 while queue:
                     candidate, vector = queue[0]
@@ -163,7 +178,7 @@ class Adjudicator:
                         break
                     decisions.extend(step)
                     queue.popleft()
-            if question is not None:  # the lock is released (and the batch written) here
+            if question is not None:  # the lock is released (and the ledger synced) here
                 assert self.judge is not None
                 verdict = await ask_judge(
                     self.judge,

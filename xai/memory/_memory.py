@@ -20,7 +20,12 @@ import anyio
 import msgspec
 
 from xai._files import write_atomic
-from xai.exceptions import ConfigurationError, NotOpenError, StateFileError
+from xai.exceptions import (
+    ConfigurationError,
+    MemoryUnavailableError,
+    NotOpenError,
+    StateFileError,
+)
 from xai.logs import get_logger
 from xai.memory import _snapshot
 from xai.memory._adjudication import Adjudicator
@@ -290,6 +295,9 @@ class LongTermMemory:
         generation = (self.fact_store.version, episode_index.changes)
         if self._snapshot_at == generation:
             return False
+        await self.fact_store.settle()  # the snapshot holds what chromadb holds
+        if self.fact_store.index is not index:  # let go of (unreachable) meanwhile
+            return False
         facts, episodes = index.snapshot_part(), episode_index.snapshot_part()
         write = functools.partial(
             _snapshot.write,
@@ -308,6 +316,10 @@ class LongTermMemory:
     async def close(self) -> None:
         if self._opening is not None:  # (open)
             await anyio.to_thread.run_sync(self._recency.save)
+        try:  # the index changes adjudication deferred
+            await self.fact_store.settle()
+        except MemoryUnavailableError as exc:  # repaired from the ledger on the next open
+            _log.warning("memory.index_unwritten", error=f"{type(exc).__name__}: {exc}")
         episode_index = self._episode_index
         if (
             episode_index is not None
@@ -431,6 +443,7 @@ class LongTermMemory:
         ``MemoryUnavailableError`` (retryable) when the index store cannot be reached."""
         with self.fact_store.repaired_if_unreachable():
             await self.index_episodes()  # opens the indexes first if they are not open yet
+            await self.fact_store.settle()  # what adjudication deferred
             index = self.fact_store.require_index()
             if k <= 0:
                 return []
@@ -477,6 +490,7 @@ class LongTermMemory:
         if purpose and purpose.strip():
             vector = await self._embed_query(purpose)
             await self._ensure_index()
+            await self.fact_store.settle()  # what adjudication deferred
             index = self.fact_store.require_index()
             hits = await index.nearest(vector, self.config.prefix_candidates)
             relevance = dict(hits)

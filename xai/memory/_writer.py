@@ -2,7 +2,17 @@
 
 Every change is one decision, made under the store's lock: appended to the ledger
 (synced) first, then applied to the in-memory state, then to the vector index. A kill
-between the two is repaired from the ledger on the next open. Adjudication
+between the two is repaired from the ledger on the next open.
+
+The index writes of adjudication passes are grouped across passes (``batch(defer=True)``):
+chromadb syncs each write to disk (8 fsyncs, 20-90 ms on a shared machine), more than
+embedding a closing Session's few candidates costs. A pass's decisions are acknowledged
+when the ledger is synced; its index changes stay in memory (``FactStore.nearest`` sees
+them) until something reads the index (``settle``: search, the prefix, any other write,
+a snapshot, close), or until a pass starts when ``_DEFER_CHANGES`` of them wait or one
+of them is ``_DEFER_SECONDS`` old (``write_due``: the adjudicator writes them while it
+embeds that pass's candidates, outside the lock). A kill meanwhile loses only derived
+data: the next open finds the index behind the ledger and repairs it. Adjudication
 (``_adjudication.Adjudicator``) and decay/compaction (``_maintenance.Maintenance``) are
 handed this one object and change facts only through ``write``; reading (search, the
 prefix) lives with ``LongTermMemory``, which opens the indexes the store writes to.
@@ -10,6 +20,7 @@ prefix) lives with ``LongTermMemory``, which opens the indexes the store writes 
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -30,11 +41,18 @@ __all__ = ["FactStore"]
 
 _log = get_logger(__name__)
 
+_DEFER_CHANGES = 256
+"""Index changes (facts to delete, upsert or update) deferred adjudication passes may leave
+waiting: the next pass writes them (so at most this many and one pass's wait). Bounds
+what a restart after a kill re-embeds and what waits in memory."""
+_DEFER_SECONDS = 10.0
+"""Nor does the next pass leave a change waiting that is older than this."""
+
 
 class _Pending:
     """Index changes decided (and in the ledger) but not yet written to the index."""
 
-    __slots__ = ("arrays", "deletes", "updates", "upserts")
+    __slots__ = ("arrays", "deletes", "since", "updates", "upserts")
 
     def __init__(self) -> None:
         self.upserts: dict[str, tuple[Fact, list[float]]] = {}
@@ -42,6 +60,14 @@ class _Pending:
         self.deletes: set[str] = set()
         self.arrays: dict[str, np.ndarray] = {}
         """The vectors of ``upserts`` as arrays (compared with each candidate of the batch)."""
+        self.since = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self.upserts) + len(self.updates) + len(self.deletes)
+
+    def due(self) -> bool:
+        """Whether the next adjudication pass writes these (``FactStore.write_due``)."""
+        return len(self) >= _DEFER_CHANGES or time.monotonic() - self.since >= _DEFER_SECONDS
 
     def add(self, facts: Sequence[Fact], vectors: dict[str, list[float]]) -> None:
         for fact in facts:
@@ -95,6 +121,8 @@ class FactStore:
         """The ledger file's writer, while the store is open."""
         self._lock: anyio.Lock | None = None
         self._pending: _Pending | None = None
+        """Index changes in the ledger and not yet in the index (``None``: none)."""
+        self._batching = False
         self._open_index = open_index
         self._index_lost = index_lost
 
@@ -111,11 +139,15 @@ class FactStore:
         self.state = await anyio.to_thread.run_sync(Ledger.replay, self.path)
         self.ledger = Ledger(self.path, sync=self._sync)
         self._lock = anyio.Lock()
+        self._pending = None
         self.lexical = None  # rebuilt from this state on the next search
         self.version += 1
 
     def close(self) -> None:
+        """(What ``settle`` did not write to the index is repaired from the ledger on the
+        next open.)"""
         self.index = None
+        self._pending = None
         if self.ledger is not None:
             self.ledger.close()
             self.ledger = None
@@ -175,8 +207,7 @@ class FactStore:
             facts=tuple(facts),
             judge=judge,
         )
-        pending = self._pending
-        await self.ledger.append(decision, known=self.state.facts, sync=pending is None)
+        await self.ledger.append(decision, known=self.state.facts, sync=not self._batching)
         self.state.seq = decision.seq  # only once it is written: no gap after a failed write
         if _log.enabled("debug"):
             _log.debug(
@@ -197,24 +228,48 @@ class FactStore:
                     self.lexical.set(fact.id, fact.text)
                 else:
                     self.lexical.discard(fact.id)
-        vectors = vectors or {}
-        if pending is not None:  # applied to the index when the batch ends
-            pending.add(facts, vectors)
-            return decision
         # The index holds active facts only: retired ones stay in the ledger (and in
         # `facts(status=...)`), so searches need no status filter as history grows.
-        index = self.require_index()
-        retired = [f.id for f in facts if f.status != "active"]
-        with self.repaired_if_unreachable():
-            if retired:
-                await index.delete(retired)
-            fresh = [f for f in facts if f.status == "active" and f.id in vectors]
-            if fresh:
-                await index.upsert(fresh, [vectors[f.id] for f in fresh])
-            changed = [f for f in facts if f.status == "active" and f.id not in vectors]
-            if changed:
-                await index.update_metadata(changed)
+        if self._pending is None:
+            self._pending = _Pending()
+        self._pending.add(facts, vectors or {})
+        if not self._batching:  # alone: written now, with whatever waited before it
+            await self._write_index()
         return decision
+
+    async def _write_index(self) -> None:
+        """Write what waits to the index (under the lock: no decision lands half-written)."""
+        pending, self._pending = self._pending, None
+        index = self.index  # None: let go of (unreachable): reopened and repaired from the ledger
+        if pending is None or not len(pending) or index is None:
+            return
+        with anyio.CancelScope(shield=True), self.repaired_if_unreachable():
+            await _apply(index, pending)
+
+    async def write_due(self) -> None:
+        """Write what deferred passes left waiting if it is due (``_Pending.due``): the
+        adjudicator calls it while it embeds the next pass's candidates (never holding the
+        lock). An index that cannot be reached is let go of (``repaired_if_unreachable``)
+        and no error raised: the pass opens and repairs it again."""
+        pending = self._pending
+        if pending is None or self._lock is None or not pending.due():
+            return
+        async with self._lock:
+            if not self._batching:
+                try:
+                    await self._write_index()
+                except MemoryUnavailableError:
+                    _log.warning("memory.index_unwritten", changes=len(pending))
+
+    async def settle(self) -> None:
+        """Write to the index what deferred adjudication passes left waiting: called before
+        anything reads the index. Takes the store's lock when there is something to write
+        (never call it holding the lock)."""
+        if self._pending is None or self._lock is None:
+            return
+        async with self._lock:
+            if not self._batching:
+                await self._write_index()
 
     @contextmanager
     def repaired_if_unreachable(self) -> Iterator[None]:
@@ -229,25 +284,27 @@ class FactStore:
             raise
 
     @asynccontextmanager
-    async def batch(self) -> AsyncIterator[None]:
-        """Group index writes (chromadb syncs to disk on every write, ~10 ms each) and the
-        ledger's fsync: one of each per batch. Ledger first, index after, as always; a kill
-        in between is repaired from the ledger on the next open."""
-        if self._pending is not None:
+    async def batch(self, *, defer: bool = False) -> AsyncIterator[None]:
+        """Group index writes (chromadb syncs to disk on every write) and the ledger's
+        fsync: one of each per batch, ledger first. With ``defer`` (an adjudication pass),
+        the index changes wait for later passes (the module says until when); without,
+        what earlier passes left is written first, so the batch reads a whole index. A kill
+        before the index is written is repaired from the ledger on the next open."""
+        if self._batching:
             yield
             return
-        self._pending = pending = _Pending()
+        if not defer and self._pending is not None:
+            await self._write_index()
+        self._batching = True
         try:
             yield
         finally:
-            self._pending = None
+            self._batching = False
             with anyio.CancelScope(shield=True):
                 if self.ledger is not None:
-                    await self.ledger.flush()
-                index = self.index  # None: let go of (unreachable) during the batch
-                if index is not None:
-                    with self.repaired_if_unreachable():
-                        await _apply(index, pending)
+                    await self.ledger.flush()  # the acknowledgement
+                if not defer:
+                    await self._write_index()
 
     async def nearest(
         self,
@@ -257,12 +314,14 @@ class FactStore:
         tiers: Sequence[str] | None = None,
         indexed: Sequence[tuple[str, float]] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest active facts, including those written earlier in the running batch.
+        """Nearest active facts, including those decided but not yet written to the index
+        (earlier in the running batch, or by deferred passes before it), scored exactly
+        from the vectors kept with them.
 
         ``indexed``: the index's nearest for ``vector`` fetched earlier in this batch (the
-        index is not written until the batch ends, so they still hold), at least ``k``
-        plus a margin of them; they are queried again only if what the batch retired or
-        re-embedded since leaves fewer than ``k``."""
+        index is not written while a batch runs, so they still hold), at least ``k``
+        plus a margin of them; they are queried again only if what waits to be retired or
+        re-embedded leaves fewer than ``k``."""
         pending = self._pending
         busy = pending is not None and bool(pending.upserts or pending.deletes or pending.updates)
         if pending is None or not busy:
