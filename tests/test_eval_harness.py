@@ -641,7 +641,16 @@ def test_cli_keeps_no_request_its_offline_model_was_sent(
             made.append(self)
 
     monkeypatch.setattr("xai.testing.OpenAIWireServer", Kept)
-    argv = ["eval", "locomo", "--data", locomo_file, "--backend", "xai", "--k", "1"]
+    argv: list[str | Path] = [
+        "eval",
+        "locomo",
+        "--data",
+        locomo_file,
+        "--backend",
+        "xai",
+        "--k",
+        "1",
+    ]
     done = run_cli(capsys, *argv, "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert "1/1 samples, 4/4 questions" in done.stderr
