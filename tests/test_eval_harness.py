@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -676,3 +677,31 @@ async def test_rag_keeps_nothing_of_a_sample_after_reset(locomo_file: Path, tmp_
         assert len(SharedSystemClient._identifier_to_system) == systems  # its system stopped
         assert list((tmp_path / "rag").iterdir()) == []  # its store deleted, text and all
     await rag.aclose()
+
+
+async def test_the_xai_backend_leaves_no_agent_or_session_behind_after_reset(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider
+) -> None:
+    """Issue 29: a closed Agent's Sessions form cycles, which CPython's own collection
+    reached only some samples later; ``reset`` collects them (here with automatic
+    collection off, so only ``reset`` can)."""
+    from xai.agent import Agent
+    from xai.session import Session
+
+    def alive() -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, (Agent, Session)))
+
+    (sample,) = load_locomo(locomo_file)
+    backend = XaiAgentMemory(tmp_path / "xai", scripted, local_minilm(), depth=10)
+    gc.collect()
+    before = alive()
+    gc.disable()
+    try:
+        for _ in range(2):
+            await EvalAgent(backend, None).ingest_sample(sample)
+            assert alive() > before
+            await backend.reset()
+            assert alive() == before
+    finally:
+        gc.enable()
+        await backend.aclose()
