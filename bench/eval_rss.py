@@ -9,6 +9,9 @@ chromadb's first client fill up in those), in MiB per question. The baseline, me
 in the same run, is the ``null`` backend (reads the same data, keeps nothing).
 
     python bench/eval_rss.py [--backend hybrid] [--questions 16] [--warmup 4] [--seed 0]
+                             [--assistant-words N]
+
+Run it with ``PYTHONPATH`` at another tree to measure that tree's library with this bench.
 
 Ends with one JSON line.
 """
@@ -54,6 +57,9 @@ async def run(name: str, data: Path, folder: Path, warmup: int) -> dict[str, flo
     samples = load_longmemeval(data)
     embedder = LocalMiniLM()
     with OpenAIWireServer() as server:
+        # As `xai eval` runs it: no request kept. Set as an attribute, which code from
+        # before the setting ignores: the same bench measures both (PYTHONPATH=old tree).
+        server.keep_requests = False
         offline = EvalModel()
         server.script.add_responder(offline)
         async with OpenAIProvider(server.llm_config()) as scripted:
@@ -94,10 +100,18 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--assistant-words",
+        type=int,
+        default=0,
+        help="pad assistant turns to about N words, as LongMemEval's run (longmem_synth.py)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="xai-eval-rss-") as tmp:
         folder = Path(tmp)
-        data = write(folder / "data.json", args.seed, args.questions)
+        data = write(
+            folder / "data.json", args.seed, args.questions, assistant_words=args.assistant_words
+        )
         base = anyio.run(run, "null", data, folder, args.warmup)
         measured = anyio.run(run, args.backend, data, folder, args.warmup)
     print(
@@ -106,6 +120,7 @@ def main() -> None:
                 "backend": args.backend,
                 "questions": args.questions,
                 "warmup": args.warmup,
+                "assistant_words": args.assistant_words,
                 **measured,
                 "null_slope_mib_per_question": base["slope_mib_per_question"],
             }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -622,3 +623,85 @@ async def test_the_xai_backend_keeps_an_assistant_turn_that_opens_a_session(
     finally:
         await backend.aclose()
         await provider.aclose()
+
+
+def test_cli_keeps_no_request_its_offline_model_was_sent(
+    locomo_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 29: the offline model's server kept every request's body (each Session turn's
+    whole conversation) for the whole run: megabytes per question of RSS."""
+    offline(monkeypatch)
+    made: list[OpenAIWireServer] = []
+
+    class Kept(OpenAIWireServer):  # the real server, remembered to look at afterwards
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr("xai.testing.OpenAIWireServer", Kept)
+    argv: list[str | Path] = [
+        "eval",
+        "locomo",
+        "--data",
+        locomo_file,
+        "--backend",
+        "xai",
+        "--k",
+        "1",
+    ]
+    done = run_cli(capsys, *argv, "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "1/1 samples, 4/4 questions" in done.stderr
+    (server,) = made
+    assert server.requests == []
+
+
+async def test_rag_keeps_nothing_of_a_sample_after_reset(locomo_file: Path, tmp_path: Path) -> None:
+    """Issue 29: one chromadb store for the whole run grew with every sample (its sqlite
+    log keeps the writes of a deleted collection): RSS about 4 MiB a question. Each sample
+    gets a store of its own, closed and deleted by ``reset``."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    (sample,) = load_locomo(locomo_file)
+    systems = len(SharedSystemClient._identifier_to_system)
+    rag = TurnVectorRAG(tmp_path / "rag", local_minilm(), depth=10)
+    for _ in range(3):
+        await EvalAgent(rag, None).ingest_sample(sample)
+        found = await rag.retrieve("What is the name of Ana's puppy?")
+        assert found.ranked is not None and len(found.ranked) == 4
+        assert len(SharedSystemClient._identifier_to_system) == systems + 1
+        await rag.reset()
+        assert len(SharedSystemClient._identifier_to_system) == systems  # its system stopped
+        assert list((tmp_path / "rag").iterdir()) == []  # its store deleted, text and all
+    await rag.aclose()
+
+
+async def test_the_xai_backend_leaves_no_agent_or_session_behind_after_reset(
+    locomo_file: Path, tmp_path: Path, scripted: OpenAIProvider
+) -> None:
+    """Issue 29: a closed Agent's Sessions form cycles, which CPython's own collection
+    reached only some samples later; ``reset`` collects them (here with automatic
+    collection off, so only ``reset`` can)."""
+    from xai.agent import Agent
+    from xai.session import Session
+
+    def alive() -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, (Agent, Session)))
+
+    (sample,) = load_locomo(locomo_file)
+    backend = XaiAgentMemory(tmp_path / "xai", scripted, local_minilm(), depth=10)
+    gc.collect()
+    before = alive()
+    gc.disable()
+    try:
+        for _ in range(2):
+            await EvalAgent(backend, None).ingest_sample(sample)
+            assert alive() > before
+            await backend.reset()
+            assert alive() == before
+    finally:
+        gc.enable()
+        await backend.aclose()

@@ -80,7 +80,7 @@ async def run_demo(
         else:
             from xai.testing import OpenAIWireServer, demo_model
 
-            server = await stack.enter_async_context(OpenAIWireServer())
+            server = await stack.enter_async_context(OpenAIWireServer(keep_requests=False))
             server.script.add_responder(demo_model)
             render.line(
                 f"xai demo — {fallback_reason(config)}, so a SCRIPTED model answers over\n"

@@ -207,7 +207,7 @@ async def _run(args: argparse.Namespace, names: Sequence[str], ks: tuple[int, ..
             from xai.eval import EvalModel
             from xai.testing import OpenAIWireServer
 
-            server = await stack.enter_async_context(OpenAIWireServer())
+            server = await stack.enter_async_context(OpenAIWireServer(keep_requests=False))
             offline = EvalModel()
             server.script.add_responder(offline)
             scripted = await stack.enter_async_context(OpenAIProvider(server.llm_config()))

@@ -67,7 +67,7 @@ async def serve_agent(directory: Path, http: str | None) -> int:
         if not config.is_configured:
             from xai.testing import OpenAIWireServer, demo_model
 
-            server = await stack.enter_async_context(OpenAIWireServer())
+            server = await stack.enter_async_context(OpenAIWireServer(keep_requests=False))
             server.script.add_responder(demo_model)
             config = server.llm_config()
             print("xai mcp: no LLM_* set: a scripted model answers (offline)", file=sys.stderr)

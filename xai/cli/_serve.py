@@ -169,7 +169,7 @@ async def _serve(
                 from xai.cli._demo import get_weather
                 from xai.testing import OpenAIWireServer, demo_model
 
-                server = await stack.enter_async_context(OpenAIWireServer())
+                server = await stack.enter_async_context(OpenAIWireServer(keep_requests=False))
                 server.script.add_responder(demo_model)
                 config = server.llm_config()
                 tools.append(get_weather)

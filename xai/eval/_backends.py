@@ -23,6 +23,7 @@ context (``retrieve``), and forgets everything between samples (``reset``):
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import shutil
 import time
 from collections.abc import Iterable
@@ -37,7 +38,7 @@ import numpy as np
 from xai.eval._datasets import EvalMessage, EvalSample, EvalSession
 from xai.eval._retrieval import BEST, Config, ConversationIndex
 from xai.memory import Embedder, ScoredEpisode, ScoredFact, query_embedding, session_date
-from xai.messages import Episode
+from xai.messages import Episode, new_id
 from xai.providers import Provider
 
 
@@ -226,27 +227,34 @@ class TurnVectorRAG:
     def __init__(
         self, directory: str | Path, embedder: Embedder, *, depth: int = 50, context_k: int = 10
     ) -> None:
-        import chromadb
-        from chromadb.config import Settings
-
         self.directory = Path(directory).expanduser()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
         self.depth = depth
         self.context_k = context_k
-        self._client = chromadb.PersistentClient(
-            path=str(self.directory), settings=Settings(anonymized_telemetry=False)
-        )
+        self._client: Any = None
+        self._store: Path | None = None
         self._collection: Any = None
         self._turns = _Turns()
         self._pending: list[tuple[EvalMessage, EvalSession]] = []
 
     def _create(self) -> Any:
-        if any(
-            c == "turns" or getattr(c, "name", None) == "turns"
-            for c in self._client.list_collections()
-        ):
-            self._client.delete_collection("turns")  # left by an interrupted run
+        """The sample's collection, in a store of its own (``reset`` closes and deletes it).
+
+        One store for the whole run grew with every sample, on disk and in RSS (about
+        4 MiB a question; issue 29): chromadb's sqlite keeps every write in its log,
+        the writes of a deleted collection included. A store's directory is never used
+        again, as chromadb keeps a store's system per path for its process. What an
+        interrupted run left is removed first."""
+        import chromadb
+        from chromadb.config import Settings
+
+        for left in self.directory.glob("turns-*"):
+            shutil.rmtree(left, ignore_errors=True)
+        self._store = self.directory / f"turns-{new_id()}"
+        self._client = chromadb.PersistentClient(
+            path=str(self._store), settings=Settings(anonymized_telemetry=False)
+        )
         return self._client.create_collection(
             "turns",
             configuration={"hnsw": {"space": "cosine"}},
@@ -300,9 +308,12 @@ class TurnVectorRAG:
     async def reset(self) -> None:
         self._turns.clear()
         self._pending.clear()
-        if self._collection is not None:
-            await anyio.to_thread.run_sync(self._client.delete_collection, "turns")
-            self._collection = None
+        client, store = self._client, self._store
+        self._client = self._store = self._collection = None
+        if client is not None:
+            await anyio.to_thread.run_sync(client.close)
+        if store is not None:
+            await anyio.to_thread.run_sync(shutil.rmtree, store, True)
 
     async def aclose(self) -> None:
         await self.reset()
@@ -502,13 +513,17 @@ class XaiAgentMemory:
         return Retrieved(context="\n".join(lines), ranked=tuple(ranked)[: self.depth])
 
     async def reset(self) -> None:
-        """Close the sample's Agent and delete its directory."""
+        """Close the sample's Agent and delete its directory; then collect, as a host does
+        every 32 closed Sessions (``xai.agent._give_back``): a closed Session's parts form
+        cycles, and with chromadb and onnxruntime loaded CPython's own full collection
+        came about once in ten samples (1,000-1,500 such objects a sample, issue 29)."""
         self._buffer.clear()
         self._alias.clear()
         await self.aclose()
         if self._current is not None:
             await anyio.to_thread.run_sync(shutil.rmtree, self._current, True)
             self._current = None
+        gc.collect()
 
     async def aclose(self) -> None:
         stack = self._stack

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
@@ -158,8 +159,12 @@ class LocalMiniLM:
         shared cores at load 9-30: 1.5-3x the throughput on such calls, and a one-query
         p50 of 22 ms against 24 ms (spinning may save a little on an idle machine)."""
         # Memory sees the same sentences again and again (a fact reported by many
-        # Sessions, a purpose reused): recently embedded texts are kept.
-        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        # Sessions, a purpose reused): recently embedded texts are kept, each vector as
+        # the model's 32-bit floats (``array("f")``, 1.6 KB). As a list of Python floats a
+        # vector took 15 KB, so a full cache held 60 MiB, filled over hours of new texts
+        # (issue 29: the ``xai`` eval backend's RSS grew by it, question after question).
+        # The model computes in 32 bits: the floats given back are the same, bit for bit.
+        self._cache: OrderedDict[str, array[float]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._session: Any = None
@@ -170,7 +175,7 @@ class LocalMiniLM:
         self._query: Any = None
         """The query encoder's session (``_query_model``), made on the first question;
         ``False`` when it cannot be made here (questions then use ``_single``)."""
-        self._query_cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._query_cache: OrderedDict[str, array[float]] = OrderedDict()
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
         self._model = Path()
@@ -249,7 +254,7 @@ class LocalMiniLM:
     def _cached(
         self,
         texts: Sequence[str],
-        cache: OrderedDict[str, list[float]],
+        cache: OrderedDict[str, array[float]],
         session: Callable[[], Any] | None,
         running: threading.Event | None = None,
     ) -> list[list[float]]:
@@ -263,14 +268,17 @@ class LocalMiniLM:
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             chosen = session and session()
-            fresh = dict(zip(missing, self._run(missing, chosen, running), strict=True))
+            fresh = {
+                text: array("f", vector)
+                for text, vector in zip(missing, self._run(missing, chosen, running), strict=True)
+            }
             with self._lock:
                 for text, vector in fresh.items():
                     cache[text] = vector
                 while len(cache) > self._cache_size:
                     cache.popitem(last=False)
             known.update(fresh)
-        return [list(known[t]) for t in texts]
+        return [known[t].tolist() for t in texts]
 
     def _run(
         self, texts: Sequence[str], session: Any = None, running: threading.Event | None = None

@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         model=args.model,
         api_key=args.api_key,
         validate_requests=not args.no_validate,
+        keep_requests=False,  # nothing reads them here, and it runs until interrupted
     )
     if args.demo:
         from xai.testing._demo_model import demo_model

@@ -142,8 +142,14 @@ class OpenAIWireServer(ThreadedServer):
         runaway_interval: float = 0.002,
         tools_only_when_forced: bool = False,
         refuse_formats: tuple[str, ...] = (),
+        keep_requests: bool = True,
     ) -> None:
         self.script = Scripted(script)
+        self.keep_requests = keep_requests
+        """False: ``requests`` stays empty (``violations`` are still kept). A server that answers for as long as a process
+        runs (``xai eval``'s offline model, ``xai demo``) would otherwise keep the body of
+        every request it was sent: each turn's request carries its whole conversation,
+        megabytes per question of an evaluation (issue 29)."""
         self.validate_requests = validate_requests
         """False: take any chat request, however it breaks the Chat Completions rules."""
         self.violations: list[InvalidRequest] = []
@@ -277,15 +283,16 @@ class OpenAIWireServer(ThreadedServer):
             checked = chat_view(body) if responses else body
             invalid = screen(f"OpenAIWireServer at {self.base_url}", checked)
         with self._lock:
-            self.requests.append(
-                RecordedRequest(
-                    path=request.url.path,
-                    body=body,
-                    headers=dict(request.headers),
-                    received_at=time.time(),
-                    violations=invalid.violations if invalid is not None else (),
+            if self.keep_requests:
+                self.requests.append(
+                    RecordedRequest(
+                        path=request.url.path,
+                        body=body,
+                        headers=dict(request.headers),
+                        received_at=time.time(),
+                        violations=invalid.violations if invalid is not None else (),
+                    )
                 )
-            )
             if invalid is not None:
                 self.violations.append(invalid)
         if self.api_key is not None:
@@ -571,6 +578,7 @@ _SETTINGS = (
     "runaway_interval",
     "tools_only_when_forced",
     "refuse_formats",
+    "keep_requests",
 )
 
 
