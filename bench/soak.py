@@ -15,9 +15,11 @@ through the samples past the first ``--warmup`` fraction of Sessions), in KiB pe
 Session. Goal: at most 4 KiB (``slope_vs_goal_ratio`` <= 1).
 
 What a closed Session legitimately leaves behind: what was said in it is kept as episodes
-in the Agent's long-term memory (each input and each answer: an embedding in chromadb's
-in-RAM HNSW index and a line in the in-RAM corpus), and its facts are reinforced (a
-ledger record each). ``--memory-part`` (on by default) measures that part alone: a child
+in the Agent's long-term memory (each input and each answer: an ``Episode`` in the
+episodes' store, queued for the search index: they are embedded, written to chromadb and
+added to the in-RAM corpus by the next search, and nothing in this workload searches),
+and its facts are reinforced (a ledger record each, and a metadata update of the fact in
+chromadb). ``--memory-part`` (on by default) measures that part alone: a child
 process does just the memory's work of the same Sessions (``record_episodes`` of the same
 episodes, ``adjudicate`` of the same candidates, on a real ``LongTermMemory`` with the
 gateway's embedder and an embedded chromadb; a full collection and ``malloc_trim`` every

@@ -104,6 +104,13 @@ class AgentMood:
             self._digested = digested
         return self._digested
 
+    def closed(self, session_id: str) -> None:
+        """``session_id`` closed for good (nothing of it is left to decide): it is never
+        digested again, so its turns are not kept (a long-running host would hold them for
+        every Session it ever closed; a restart reads them back from the ledger)."""
+        if self._digested is not None:
+            self._digested.pop(session_id, None)
+
     def stored(self) -> MoodState:
         """The mood as last set (not decayed): the user's neutral, the Agent's at baseline."""
         self._load()

@@ -226,6 +226,8 @@ class SessionSet:
                 self._open.pop(session.id, None)
                 if self._adjudication.recorded(session.id) and not session.closing_pending:
                     list_done(self.root, (session.id,))  # every candidate acknowledged
+                if not session.closing_pending:  # (else finalized again: its next start)
+                    self.mood.closed(session.id)
                 self._publish(session.id, SessionEnded(reason=body.reason))
                 self._changed(len(self._open), False)
 
