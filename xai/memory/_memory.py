@@ -28,7 +28,7 @@ from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._erase import Erasure, erase_fact, erased_here, scrub_index_files
-from xai.memory._index import open_index
+from xai.memory._index import open_index, warm_collections
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
@@ -155,11 +155,32 @@ class LongTermMemory:
                 advice="if it was deleted, restore it from a backup (`xai doctor DIR`)",
             )
         await anyio.to_thread.run_sync(self._check_embedder)
-        await self.fact_store.open()
-        await anyio.to_thread.run_sync(self._recency.load)
         self._opening = anyio.Lock()
+        try:
+            async with anyio.create_task_group() as group:
+                if not self._lazy_index and self._shared_store is None:
+                    # chromadb's start and its HNSW graphs' load (most of a large memory's
+                    # open from its snapshot) run beside the ledger's replay: its Rust
+                    # code lets go of the GIL
+                    self._store = IndexStore.local(self.directory / "index")
+                    group.start_soon(anyio.to_thread.run_sync, self._start_store, self._store)
+                await self.fact_store.open()
+                await anyio.to_thread.run_sync(self._recency.load)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._close_store()
+            self._opening = None
+            raise
         if not self._lazy_index:
             await self._ensure_index()
+
+    def _start_store(self, store: IndexStore) -> None:
+        """Start ``store``'s client and load both collections (blocking). Only a head
+        start: any failure is met again, and handled, when the indexes open."""
+        try:
+            warm_collections(store, self._names, self.embedder)
+        except Exception as exc:  # (a corrupt store: set aside by ``open_index``)
+            _log.debug("memory.store_start_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def _ensure_index(self) -> None:
         """Open the indexes if they are not open yet, and repair them from the truth."""
