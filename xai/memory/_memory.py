@@ -107,6 +107,8 @@ class LongTermMemory:
         self._snapshot_store: IndexStore | None = None
         self._snapshot_at: tuple[int, int] | None = None
         """The facts' and episodes' generations the snapshot on disk holds."""
+        self._prefetched: tuple[_snapshot.IndexSnapshot | None, IndexStore] | None = None
+        """The snapshot ``open`` read ahead, and for which store."""
 
     @property
     def embedder(self) -> Embedder:
@@ -164,15 +166,22 @@ class LongTermMemory:
                     # code lets go of the GIL
                     self._store = IndexStore.local(self.directory / "index")
                     group.start_soon(anyio.to_thread.run_sync, self._start_store, self._store)
+                    group.start_soon(self._prefetch_snapshot, self._store)
                 await self.fact_store.open()
                 await anyio.to_thread.run_sync(self._recency.load)
+                if not self._lazy_index:  # the facts' BM25, also beside chromadb's load
+                    await self.fact_store.lexicon()
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._close_store()
-            self._opening = None
+            self._opening = self._prefetched = None
             raise
         if not self._lazy_index:
             await self._ensure_index()
+
+    async def _prefetch_snapshot(self, store: IndexStore) -> None:
+        """Read (and check) the snapshot beside the ledger's replay, for ``_ensure_index``."""
+        self._prefetched = await self._read_snapshot(store), store
 
     def _start_store(self, store: IndexStore) -> None:
         """Start ``store``'s client and load both collections (blocking). Only a head
@@ -194,7 +203,11 @@ class LongTermMemory:
             store = self._store or self._shared_store or IndexStore.local(self.directory / "index")
             facts, episodes = self._names
             own = self._shared_store is None
-            snapshot = await self._read_snapshot(store)
+            prefetched, self._prefetched = self._prefetched, None
+            if prefetched is not None and prefetched[1] is store:
+                snapshot = prefetched[0]  # read by ``open`` (the files unchanged since)
+            else:
+                snapshot = await self._read_snapshot(store)
             try:
                 opening = functools.partial(
                     open_index, store, facts, self.embedder, own=own,
@@ -340,7 +353,7 @@ class LongTermMemory:
             except OSError as exc:  # derived data: the next open reads chromadb instead
                 _log.warning("memory.snapshot_failed", error=f"{type(exc).__name__}: {exc}")
         self._episodes.close()
-        self._episode_index = None
+        self._episode_index = self._prefetched = None
         self.fact_store.close()
         index_path = self._store.path if self._store is not None else None
         await self._close_store()
