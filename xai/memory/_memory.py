@@ -521,9 +521,7 @@ class LongTermMemory:
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
-        self._recency.touch(
-            (f.id for t in order.tiers.values() for f in t if f"- {f.text}" in text), now
-        )
+        self._recency.touch(order.shown(text), now)
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
 
