@@ -31,7 +31,7 @@ from xai.memory._snapshot import Part
 from xai.memory._store import IndexStore
 from xai.memory._types import Fact
 
-__all__ = ["VectorIndex", "cosines", "open_index", "pages"]
+__all__ = ["VectorIndex", "cosines", "open_index", "pages", "warm_collections"]
 
 _log = get_logger(__name__)
 COLLECTION = "facts"
@@ -307,6 +307,16 @@ def _forget_store(path: Path) -> None:
     counts: dict[str, int] = getattr(SharedSystemClient, "_identifier_to_refcount", {})
     systems.pop(str(path), None)
     counts.pop(str(path), None)
+
+
+def warm_collections(store: IndexStore, names: tuple[str, str], embedder: Embedder) -> None:
+    """Open the facts' and the episodes' collections ``names`` as ``open_index`` and
+    ``EpisodeIndex.open`` do, and ask each its count, which loads its HNSW graph: what
+    they would do first, done ahead (blocking)."""
+    facts, episodes = names
+    function = _chroma_embedding_function(embedder)
+    store.collection(facts, embedder, embedding_function=function, what="memory").count()
+    store.collection(episodes, embedder, what="episodes' index").count()
 
 
 def open_index(

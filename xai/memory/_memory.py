@@ -33,7 +33,7 @@ from xai.memory._embeddings import Embedder, local_minilm, query_embedding
 from xai.memory._episode_index import EpisodeIndex
 from xai.memory._episodes import EPISODES_FILE, EpisodeStore
 from xai.memory._erase import Erasure, erase_fact, erased_here, scrub_index_files
-from xai.memory._index import open_index
+from xai.memory._index import open_index, warm_collections
 from xai.memory._ledger import Ledger
 from xai.memory._maintenance import Maintenance
 from xai.memory._prefix import PrefixOrder, compose_prefix
@@ -112,6 +112,8 @@ class LongTermMemory:
         self._snapshot_store: IndexStore | None = None
         self._snapshot_at: tuple[int, int] | None = None
         """The facts' and episodes' generations the snapshot on disk holds."""
+        self._prefetched: tuple[_snapshot.IndexSnapshot | None, IndexStore] | None = None
+        """The snapshot ``open`` read ahead, and for which store."""
 
     @property
     def embedder(self) -> Embedder:
@@ -160,11 +162,39 @@ class LongTermMemory:
                 advice="if it was deleted, restore it from a backup (`xai doctor DIR`)",
             )
         await anyio.to_thread.run_sync(self._check_embedder)
-        await self.fact_store.open()
-        await anyio.to_thread.run_sync(self._recency.load)
         self._opening = anyio.Lock()
+        try:
+            async with anyio.create_task_group() as group:
+                if not self._lazy_index and self._shared_store is None:
+                    # chromadb's start and its HNSW graphs' load (most of a large memory's
+                    # open from its snapshot) run beside the ledger's replay: its Rust
+                    # code lets go of the GIL
+                    self._store = IndexStore.local(self.directory / "index")
+                    group.start_soon(anyio.to_thread.run_sync, self._start_store, self._store)
+                    group.start_soon(self._prefetch_snapshot, self._store)
+                await self.fact_store.open()
+                await anyio.to_thread.run_sync(self._recency.load)
+                if not self._lazy_index:  # the facts' BM25, also beside chromadb's load
+                    await self.fact_store.lexicon()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._close_store()
+            self._opening = self._prefetched = None
+            raise
         if not self._lazy_index:
             await self._ensure_index()
+
+    async def _prefetch_snapshot(self, store: IndexStore) -> None:
+        """Read (and check) the snapshot beside the ledger's replay, for ``_ensure_index``."""
+        self._prefetched = await self._read_snapshot(store), store
+
+    def _start_store(self, store: IndexStore) -> None:
+        """Start ``store``'s client and load both collections (blocking). Only a head
+        start: any failure is met again, and handled, when the indexes open."""
+        try:
+            warm_collections(store, self._names, self.embedder)
+        except Exception as exc:  # (a corrupt store: set aside by ``open_index``)
+            _log.debug("memory.store_start_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def _ensure_index(self) -> None:
         """Open the indexes if they are not open yet, and repair them from the truth."""
@@ -178,7 +208,11 @@ class LongTermMemory:
             store = self._store or self._shared_store or IndexStore.local(self.directory / "index")
             facts, episodes = self._names
             own = self._shared_store is None
-            snapshot = await self._read_snapshot(store)
+            prefetched, self._prefetched = self._prefetched, None
+            if prefetched is not None and prefetched[1] is store:
+                snapshot = prefetched[0]  # read by ``open`` (the files unchanged since)
+            else:
+                snapshot = await self._read_snapshot(store)
             try:
                 opening = functools.partial(
                     open_index, store, facts, self.embedder, own=own,
@@ -331,7 +365,7 @@ class LongTermMemory:
             except OSError as exc:  # derived data: the next open reads chromadb instead
                 _log.warning("memory.snapshot_failed", error=f"{type(exc).__name__}: {exc}")
         self._episodes.close()
-        self._episode_index = None
+        self._episode_index = self._prefetched = None
         self.fact_store.close()
         index_path = self._store.path if self._store is not None else None
         await self._close_store()
@@ -501,9 +535,7 @@ class LongTermMemory:
             lambda f: (relevance.get(f.id, -1.0), float(f.count), self.strength(f, now)),
             self.config.prefix_min_relevance, budget,
         )  # fmt: skip
-        self._recency.touch(
-            (f.id for t in order.tiers.values() for f in t if f"- {f.text}" in text), now
-        )
+        self._recency.touch(order.shown(text), now)
         _log.debug("memory.prefix", facts=shown, tokens=used)
         return text
 

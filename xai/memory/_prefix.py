@@ -54,6 +54,33 @@ class PrefixOrder:
                 self.tiers[fact.tier].append(fact)
         for group in self.tiers.values():
             group.sort(key=key, reverse=True)
+        self._by_text: dict[str, list[str]] | None = None
+        self._lengths: list[int] = []
+
+    def shown(self, text: str) -> list[str]:
+        """The ids of the facts (of either tier) whose ``- <fact text>`` occurs in ``text``:
+        the same as testing ``f"- {fact.text}" in text`` for each fact, looked up instead
+        at each place ``- `` occurs (a test per fact cost 0.4 s a prefix at 100k facts).
+        The facts by text are indexed on first use, for as long as this order lasts."""
+        if self._by_text is None:
+            by_text: dict[str, list[str]] = {}
+            for group in self.tiers.values():
+                for fact in group:
+                    by_text.setdefault(fact.text, []).append(fact.id)
+            self._by_text = by_text
+            self._lengths = sorted({len(t) for t in by_text})
+        found: dict[str, None] = {}
+        at = text.find("- ")
+        while at >= 0:
+            rest = len(text) - at - 2
+            for length in self._lengths:
+                if length > rest:
+                    break
+                ids = self._by_text.get(text[at + 2 : at + 2 + length])
+                if ids:
+                    found.update(dict.fromkeys(ids))
+            at = text.find("- ", at + 1)
+        return list(found)
 
 
 def relevant_first(
