@@ -132,12 +132,17 @@ async def test_memory_on_a_chroma_server_through_ray(
     (fact,) = facts
     assert fact.text == FACT
 
-    # The fact is in the Chroma server. Its stored vector gets a mark only indexing it
-    # again (an upsert of its embedding) would undo.
+    # The fact reaches the Chroma server with no read through the Agent (its adjudicator
+    # writes what its passes deferred once it idles, ~2 s). Its stored vector gets a mark
+    # only indexing it again (an upsert of its embedding) would undo.
     store = IndexStore.server("127.0.0.1", chroma.port)
     try:
         collection = facts_collection(store)
         got = collection.get(ids=[fact.id], include=["documents", "embeddings"])
+        with anyio.fail_after(120):  # a guard (heavy load), as above
+            while not got["documents"]:
+                await anyio.sleep(0.5)
+                got = collection.get(ids=[fact.id], include=["documents", "embeddings"])
         assert got["documents"] == [FACT]
         marked = [float(x) for x in got["embeddings"][0]]
         marked[0] += 0.01

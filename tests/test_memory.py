@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 from structlog.testing import capture_logs
@@ -449,3 +450,29 @@ async def test_passes_defer_their_index_writes_and_later_ones_see_them(tmp_path:
                 f.id: f.version for f in memory.facts()
             }
     assert not [e for e in logs if e["event"] == "memory.index_repaired"]
+
+
+async def test_an_idle_agent_writes_what_its_passes_deferred(tmp_path: Path) -> None:
+    """The Agent's adjudicator writes the index changes its passes deferred once no pass has
+    run for a moment, without any read through the memory: a shared index store (a Chroma
+    server another program reads) does not stay behind the ledger while the Agent idles."""
+    from xai.agent._adjudication import Adjudication
+    from xai.agent._jobs import Job
+
+    async with LongTermMemory(tmp_path) as memory:
+        await memory.adjudicate([candidate("The user likes green tea.", "s0")])
+        index = memory.fact_store.require_index()
+        assert memory.index_behind and await index.count() == 0  # deferred, as a pass does
+        adjudication = Adjudication("a", memory, lambda session, event: None, lambda: None)
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(adjudication.run, 8)
+            done = anyio.Event()
+            job = Job("s1", (candidate("The user grows basil.", "s1"),), None, done)
+            assert await adjudication.enqueue(job)
+            await done.wait()
+            with anyio.fail_after(60):  # a guard; the adjudicator writes ~2 s after its pass
+                while await index.count() < 2:  # noqa: ASYNC110 (chromadb tells no one)
+                    await anyio.sleep(0.1)
+            assert not memory.index_behind
+            assert await index.versions() == {f.id: f.version for f in memory.facts()}
+            assert await adjudication.finish(30)

@@ -21,7 +21,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from xai.agent._jobs import Job, decisions_by_job, drain, grounded_in
 from xai.events import MemoryDecided
-from xai.exceptions import AdjudicationStopped
+from xai.exceptions import AdjudicationStopped, MemoryUnavailableError
 from xai.logs import get_logger
 from xai.memory import Decision, LongTermMemory
 from xai.messages import CandidateKind, MemoryCandidate, Message, new_id
@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["Adjudication", "AdjudicationStopped", "Publish"]
 
 _log = get_logger("xai.agent._agent")  # the Agent's own lines
+
+_FLUSH_IDLE = 2.0
+"""Seconds without a pass after which the index writes that passes deferred are written
+(``LongTermMemory.flush_index``): a busy Agent groups many passes' writes, and a shared
+index store (a Chroma server other programs read) is at most about this far behind."""
 
 Publish = Callable[[str | None, Any], None]
 """How an event reaches the Agent's observers: ``(session id or None, event body)``."""
@@ -57,6 +62,9 @@ class Adjudication:
         self._scope: anyio.CancelScope | None = None
         self._stopped: anyio.Event | None = None
         self._recorded: set[str] = set()  # Sessions whose episodes are in memory (closing ones)
+        self._deferred: anyio.Event | None = None  # set when a pass left index writes waiting
+        self._last_pass = 0.0
+        self._passing = False
 
     # -- the queue ---------------------------------------------------------------------
 
@@ -266,17 +274,26 @@ class Adjudication:
         self._stopped = stopped = anyio.Event()
         try:
             with anyio.CancelScope() as self._scope:
-                task_status.started()
-                async for job in jobs:
-                    batch = drain(job, jobs)  # every job already queued: one embedding call
-                    try:
-                        if len(batch) == 1 or not await self._together(batch):
+                async with anyio.create_task_group() as tasks:
+                    self._deferred = anyio.Event()
+                    tasks.start_soon(self._flush_when_idle)
+                    task_status.started()
+                    async for job in jobs:
+                        batch = drain(job, jobs)  # every job already queued: one embedding call
+                        self._passing = True
+                        try:
+                            if len(batch) == 1 or not await self._together(batch):
+                                for one in batch:
+                                    await self._one(one)
+                        finally:
+                            self._passing = False
                             for one in batch:
-                                await self._one(one)
-                    finally:
-                        for one in batch:
-                            if one.done is not None:
-                                one.done.set()
+                                if one.done is not None:
+                                    one.done.set()
+                        if self.memory.index_behind:
+                            self._last_pass = anyio.current_time()
+                            self._deferred.set()
+                    tasks.cancel_scope.cancel()
         finally:
             # Stopped (the job stream ended, or cancelled): whoever waits for a queued job
             # stops waiting now, and sends from now on fail at once. (No await in here.)
@@ -295,6 +312,23 @@ class Adjudication:
             send.close()
             self._send = None
             stopped.set()
+
+    async def _flush_when_idle(self) -> None:
+        """Once a pass has left index writes waiting, write them when no pass has run for
+        ``_FLUSH_IDLE`` seconds (an idle Agent has no timer: this waits for a pass first)."""
+        while True:
+            assert self._deferred is not None
+            await self._deferred.wait()
+            self._deferred = anyio.Event()
+            while True:  # (a deadline that moves with every pass: no single event to wait on)
+                left = self._last_pass + _FLUSH_IDLE - anyio.current_time()
+                if not self._passing and left <= 0:
+                    break
+                await anyio.sleep(_FLUSH_IDLE if self._passing else left)
+            try:
+                await self.memory.flush_index()
+            except MemoryUnavailableError:  # repaired from the ledger when next opened
+                _log.warning("agent.index_flush_failed", exc_info=True)
 
     async def finish(self, seconds: float) -> bool:
         """No more jobs: decide those queued (and the one being decided) within ``seconds``

@@ -548,6 +548,17 @@ class LongTermMemory:
         (``_adjudication.Adjudicator.adjudicate`` says how)."""
         return await self._adjudicator.adjudicate(candidates, session_id=session_id)
 
+    @property
+    def index_behind(self) -> bool:
+        """Whether adjudication passes left index writes waiting (decided, in the ledger)."""
+        return self.fact_store.waiting > 0
+
+    async def flush_index(self) -> None:
+        """Write to the index what adjudication passes deferred. A host calls it once the
+        memory has been idle a moment, so a shared index store (a Chroma server) is at most
+        that far behind the ledger; every read through the memory does it first anyway."""
+        await self.fact_store.settle()
+
     def strength(self, fact: Fact, now: float | None = None) -> float:
         """Confidence decayed by time since last seen (L2 does not decay)."""
         return self._maintenance.strength(fact, now)

@@ -261,6 +261,11 @@ class FactStore:
                 except MemoryUnavailableError:
                     _log.warning("memory.index_unwritten", changes=len(pending))
 
+    @property
+    def waiting(self) -> int:
+        """Index changes decided (in the ledger) and not yet written to the index."""
+        return 0 if self._pending is None else len(self._pending)
+
     async def settle(self) -> None:
         """Write to the index what deferred adjudication passes left waiting: called before
         anything reads the index. Takes the store's lock when there is something to write
