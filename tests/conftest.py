@@ -80,6 +80,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.definition.add_marker(pytest.mark.parametrize("anyio_backend", ["asyncio"]))
 
 
+_SHARED_GROUPS = {
+    # Modules that start a Ray cluster: one worker runs them one after another on one cluster
+    # (two clusters at once would double the busiest processes of the suite for no test).
+    "test_cluster_approvals.py": "ray",
+    "test_cluster_batches.py": "ray",
+    "test_cluster_ray.py": "ray",
+    "test_cluster_ray_chroma.py": "ray",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make check`` runs ``pytest -n 3 --dist loadgroup``), a module's
+    tests run in one worker, in order, so what a module shares (its module-scoped servers,
+    host actors and browser, the Ray cluster its tests hand on) is made once, as in a run
+    in one process; the Ray modules share one worker (``_SHARED_GROUPS``)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group(_SHARED_GROUPS.get(name, name)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_real_models() -> Iterator[None]:
     """Tests never reach a real model: any non-loopback connection fails."""
