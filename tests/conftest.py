@@ -80,27 +80,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.definition.add_marker(pytest.mark.parametrize("anyio_backend", ["asyncio"]))
 
 
-_SHARED_GROUPS = {
-    # Modules that start a Ray cluster: one worker runs them one after another on one cluster
-    # (two clusters at once would double the busiest processes of the suite for no test).
-    "test_cluster_approvals.py": "ray",
-    "test_cluster_batches.py": "ray",
-    "test_cluster_ray.py": "ray",
-    "test_cluster_ray_chroma.py": "ray",
-}
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``make check`` runs ``pytest -n 3``): a test module per worker at
+    a time, the longest first (tests/parallel.py)."""
+    from tests.parallel import ModuleScheduling
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make check`` runs ``pytest -n 3 --dist loadgroup``), a module's
-    tests run in one worker, in order, so what a module shares (its module-scoped servers,
-    host actors and browser, the Ray cluster its tests hand on) is made once, as in a run
-    in one process; the Ray modules share one worker (``_SHARED_GROUPS``)."""
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(_SHARED_GROUPS.get(name, name)))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the order work is handed out
+        from tests.parallel import longest_first
+
+        items.sort(key=longest_first)  # (stable: a module's tests keep their order)
 
 
 @pytest.fixture(scope="session", autouse=True)
