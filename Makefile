@@ -33,10 +33,15 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test module per worker at a time
+# (tests/parallel.py; docs/testing.md, "How the suite runs"): 3 on two cores keeps both busy
+# while tests wait for servers and children, and gains most when other work shares the cores.
+# `make test TEST_WORKERS=0` runs it in this one process.
 # The browser tests save a screenshot of each view of the web page in $XAI_ARTIFACTS: here,
 # artifacts/web (ignored by git) unless it is set, for CI to keep.
+TEST_WORKERS ?= 3
 test: $(DEV_STAMP)
-	XAI_ARTIFACTS="$${XAI_ARTIFACTS:-artifacts/web}" $(BIN)/pytest
+	XAI_ARTIFACTS="$${XAI_ARTIFACTS:-artifacts/web}" $(BIN)/pytest -n $(TEST_WORKERS)
 
 check: lint typecheck browser test
 

@@ -80,6 +80,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.definition.add_marker(pytest.mark.parametrize("anyio_backend", ["asyncio"]))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``make check`` runs ``pytest -n 3``): a test module per worker at
+    a time, the longest first (tests/parallel.py)."""
+    from tests.parallel import ModuleScheduling
+
+    return ModuleScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the order work is handed out
+        from tests.parallel import longest_first
+
+        items.sort(key=longest_first)  # (stable: a module's tests keep their order)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_real_models() -> Iterator[None]:
     """Tests never reach a real model: any non-loopback connection fails."""

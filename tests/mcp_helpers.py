@@ -71,12 +71,22 @@ def fixture_command(*args: str) -> list[str]:
 
 async def first_line(stream: Any) -> str:
     """Read one line of a child's stdout (no timing: wait for the bytes)."""
+    return await line_with(stream, "")
+
+
+async def line_with(stream: Any, needle: str) -> str:
+    """Read a child's output up to the first whole line that contains ``needle`` (no timing:
+    wait for the bytes). Every line is looked at: lines written close together arrive in one
+    read when the reader is slow (a loaded machine), and a line after the first in a read is
+    as much the answer as one that came alone."""
     buffer = ""
     async for chunk in TextReceiveStream(stream):
         buffer += chunk
-        if "\n" in buffer:
-            return buffer.split("\n", 1)[0]
-    raise RuntimeError(f"the child closed its output after {buffer!r}")
+        *whole, buffer = buffer.split("\n")
+        for line in whole:
+            if needle in line:
+                return line
+    raise RuntimeError(f"the child closed its output without a line with {needle!r}: {buffer!r}")
 
 
 @asynccontextmanager

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from tests.mcp_helpers import child_env, first_line, fixture_command
+from tests.mcp_helpers import child_env, fixture_command, line_with
 from tests.test_demo import clean_env
 from xai.agent import Agent
 from xai.cli._mcp import parse_address
@@ -124,10 +124,8 @@ async def http_server(agent_dir: Path) -> AsyncIterator[tuple[str, anyio.abc.Pro
     )
     try:
         assert process.stderr is not None
-        line = ""
         with anyio.fail_after(60):
-            while " at http://" not in line:
-                line = await first_line(process.stderr)
+            line = await line_with(process.stderr, " at http://")
         yield line.rsplit(" at ", 1)[1].strip(), process
     finally:
         with anyio.CancelScope(shield=True):
@@ -135,6 +133,18 @@ async def http_server(agent_dir: Path) -> AsyncIterator[tuple[str, anyio.abc.Pro
                 process.kill()
             await process.wait()
             await process.aclose()
+
+
+async def test_the_address_is_found_in_a_read_that_holds_lines_before_it() -> None:
+    """A slow reader gets a warning and the address line in one read: the address is still
+    found (the wait above once dropped what followed the first line of a read, and waited
+    its 60 s out in two parallel runs at load 15-20)."""
+    send, receive = anyio.create_memory_object_stream[bytes](2)
+    await send.send(b"warning: something\nxai mcp serve: listening at http://127.0.0.1:1/mcp\n")
+    await send.aclose()
+    with receive:
+        line = await line_with(receive, " at http://")
+    assert line.endswith("at http://127.0.0.1:1/mcp")
 
 
 async def test_memory_and_sessions_over_streamable_http(tmp_path: Path) -> None:
