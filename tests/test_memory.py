@@ -473,6 +473,6 @@ async def test_an_idle_agent_writes_what_its_passes_deferred(tmp_path: Path) -> 
             with anyio.fail_after(60):  # a guard; the adjudicator writes ~2 s after its pass
                 while await index.count() < 2:  # noqa: ASYNC110 (chromadb tells no one)
                     await anyio.sleep(0.1)
-            assert not memory.index_behind
+            assert memory.fact_store.waiting == 0
             assert await index.versions() == {f.id: f.version for f in memory.facts()}
             assert await adjudication.finish(30)
