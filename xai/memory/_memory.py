@@ -164,6 +164,7 @@ class LongTermMemory:
         await anyio.to_thread.run_sync(self._check_embedder)
         self._opening = anyio.Lock()
         try:
+            failed: Exception | None = None  # raised as itself, not in an exception group
             async with anyio.create_task_group() as group:
                 if not self._lazy_index and self._shared_store is None:
                     # chromadb's start and its HNSW graphs' load (most of a large memory's
@@ -172,10 +173,16 @@ class LongTermMemory:
                     self._store = IndexStore.local(self.directory / "index")
                     group.start_soon(anyio.to_thread.run_sync, self._start_store, self._store)
                     group.start_soon(self._prefetch_snapshot, self._store)
-                await self.fact_store.open()
-                await anyio.to_thread.run_sync(self._recency.load)
-                if not self._lazy_index:  # the facts' BM25, also beside chromadb's load
-                    await self.fact_store.lexicon()
+                try:
+                    await self.fact_store.open()
+                    await anyio.to_thread.run_sync(self._recency.load)
+                    if not self._lazy_index:  # the facts' BM25, also beside chromadb's load
+                        await self.fact_store.lexicon()
+                except Exception as exc:
+                    failed = exc
+                    group.cancel_scope.cancel()
+            if failed is not None:
+                raise failed
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._close_store()
@@ -185,8 +192,12 @@ class LongTermMemory:
             await self._ensure_index()
 
     async def _prefetch_snapshot(self, store: IndexStore) -> None:
-        """Read (and check) the snapshot beside the ledger's replay, for ``_ensure_index``."""
-        self._prefetched = await self._read_snapshot(store), store
+        """Read (and check) the snapshot beside the ledger's replay, for ``_ensure_index``.
+        Only a head start too: a failure here is met again when the indexes open."""
+        try:
+            self._prefetched = await self._read_snapshot(store), store
+        except Exception as exc:
+            _log.debug("memory.snapshot_prefetch_failed", error=f"{type(exc).__name__}: {exc}")
 
     def _start_store(self, store: IndexStore) -> None:
         """Start ``store``'s client and load both collections (blocking). Only a head
