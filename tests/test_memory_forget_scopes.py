@@ -151,6 +151,7 @@ async def test_erase_leaves_the_sentence_in_no_file_of_the_agent(
         await session.send(SECRET)
         await session.send("I had soup for lunch.")
         await session.close()
+        await agent.memory.flush_index()  # (else the Agent writes what its pass deferred ~2 s on)
         held = files_holding(tmp_path, SECRET)
         assert "memory/index/chroma.sqlite3" in held and "memory/ledger.jsonl" in held, held
         (fact,) = [f for f in agent.memory.facts() if "Anastasia" in f.text]
