@@ -157,10 +157,11 @@ def _dump():
     types = Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
     with open(stem + ".types", "wb") as f:
         pickle.dump(dict(types), f)
+    frames = int(os.environ["XAI_SOAK_FRAMES"])
     if tracemalloc.is_tracing():
         tracemalloc.take_snapshot().dump(stem + ".tm")
-    else:
-        tracemalloc.start(int(os.environ["XAI_SOAK_FRAMES"]))
+    elif frames:
+        tracemalloc.start(frames)
     with open(stem + ".smaps", "w") as f:
         f.write(open("/proc/self/smaps_rollup").read())
     with open(stem + ".done", "w") as f:
@@ -209,8 +210,9 @@ def report_probes(stem: str, first: int, second: int, top: int) -> None:
         tracemalloc.Filter(False, tracemalloc.__file__),
         tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
     )
-    b = tracemalloc.Snapshot.load(f"{stem}2.tm").filter_traces(drop)
-    stats = b.statistics("traceback")
+    traced = Path(f"{stem}2.tm")
+    b = tracemalloc.Snapshot.load(str(traced)).filter_traces(drop) if traced.exists() else None
+    stats = [] if b is None else b.statistics("traceback")
     total = sum(stat.size for stat in stats)
     print(
         f"probe: Python allocations made after the first probe and alive at the second "
@@ -236,7 +238,7 @@ def report_probes(stem: str, first: int, second: int, top: int) -> None:
         print(f"  {diff / sessions:+8.2f} {name}", file=sys.stderr)
     sa, sb = smaps(Path(f"{stem}1.smaps")), smaps(Path(f"{stem}2.smaps"))
     print("probe: /proc/PID/smaps_rollup, KiB/Session:", file=sys.stderr)
-    for key in ("Rss", "Anonymous", "Pss_Anon", "Pss_File", "Private_Dirty", "Shared_Clean"):
+    for key in ("Rss", "Anonymous", "Private_Dirty", "Private_Clean", "Shared_Clean"):
         if key in sa and key in sb:
             print(f"  {key:14s} {(sb[key] - sa[key]) / sessions:+8.2f}", file=sys.stderr)
 
@@ -465,7 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         help="probe the gateway at 1/3 and 5/6 of the Sessions and print what grew "
         "(tracemalloc by traceback, live objects by type, smaps); slows the gateway",
     )
-    parser.add_argument("--frames", type=int, default=25, help="tracemalloc's frames")
+    parser.add_argument(
+        "--frames", type=int, default=25, help="tracemalloc's frames (0: objects and smaps only)"
+    )
     parser.add_argument("--top", type=int, default=15, help="growers to print")
     parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
