@@ -136,6 +136,113 @@ class Child:
                 self.process.wait()
 
 
+PROBE = """
+import gc, os, pickle, runpy, signal, sys, tracemalloc
+from collections import Counter
+
+_count = [0]
+
+
+def _probe(signum, frame):
+    try:
+        _dump()
+    except BaseException as error:  # never into the gateway's event loop
+        sys.stderr.write(f"probe failed: {error!r}\\n")
+
+
+def _dump():
+    _count[0] += 1
+    stem = os.environ["XAI_SOAK_PROBE"] + str(_count[0])
+    gc.collect()
+    types = Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
+    with open(stem + ".types", "wb") as f:
+        pickle.dump(dict(types), f)
+    frames = int(os.environ["XAI_SOAK_FRAMES"])
+    if tracemalloc.is_tracing():
+        tracemalloc.take_snapshot().dump(stem + ".tm")
+    elif frames:
+        tracemalloc.start(frames)
+    with open(stem + ".smaps", "w") as f:
+        f.write(open("/proc/self/smaps_rollup").read())
+    with open(stem + ".done", "w") as f:
+        f.write("1")
+
+
+signal.signal(signal.SIGUSR1, _probe)
+sys.argv = ["xai", *sys.argv[1:]]
+runpy.run_module("xai", run_name="__main__", alter_sys=True)
+"""
+"""The gateway's launcher under ``--tracemalloc``: on ``SIGUSR1`` it collects, then writes
+the live objects' type counts and ``/proc/self/smaps_rollup``; the first signal starts
+tracemalloc (so the warm-up runs at full speed), the second writes its snapshot: what it
+holds is what was allocated after the first probe and is still alive."""
+
+
+def probe(pid: int, stem: str, number: int) -> None:
+    """Signal the probed gateway and wait for its ``number``th dump."""
+    os.kill(pid, signal.SIGUSR1)
+    done = Path(f"{stem}{number}.done")
+    deadline = time.monotonic() + 600
+    while not done.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the gateway did not write its probe")
+        time.sleep(0.2)
+
+
+def smaps(path: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in path.read_text().splitlines()[1:]:
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            out[key.strip()] = int(parts[0])
+    return out
+
+
+def report_probes(stem: str, first: int, second: int, top: int) -> None:
+    """Print what grew in the gateway between its two probes (at ``first`` and ``second``
+    closed Sessions): Python allocations by traceback, live objects by type, smaps."""
+    import pickle
+    import tracemalloc
+
+    sessions = second - first
+    drop = (
+        tracemalloc.Filter(False, tracemalloc.__file__),
+        tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
+    )
+    traced = Path(f"{stem}2.tm")
+    b = tracemalloc.Snapshot.load(str(traced)).filter_traces(drop) if traced.exists() else None
+    stats = [] if b is None else b.statistics("traceback")
+    total = sum(stat.size for stat in stats)
+    print(
+        f"probe: Python allocations made after the first probe and alive at the second "
+        f"(tracemalloc): {total / 1024:.0f} KiB over {sessions} Sessions = "
+        f"{total / 1024 / sessions:.2f} KiB/Session",
+        file=sys.stderr,
+    )
+    for stat in stats[:top]:
+        print(
+            f"  {stat.size / 1024 / sessions:+7.3f} KiB/Session "
+            f"{stat.count / sessions:+7.2f} blocks/Session",
+            file=sys.stderr,
+        )
+        for line in stat.traceback.format(limit=8, most_recent_first=True):
+            print("      " + line.strip(), file=sys.stderr)
+    with open(f"{stem}1.types", "rb") as f:
+        ta: dict[str, int] = pickle.load(f)
+    with open(f"{stem}2.types", "rb") as f:
+        tb: dict[str, int] = pickle.load(f)
+    grown = sorted(((tb.get(k, 0) - ta.get(k, 0), k) for k in tb.keys() | ta.keys()), reverse=True)
+    print("probe: live gc-tracked objects, growth per Session by type:", file=sys.stderr)
+    for diff, name in grown[:top]:
+        print(f"  {diff / sessions:+8.2f} {name}", file=sys.stderr)
+    sa, sb = smaps(Path(f"{stem}1.smaps")), smaps(Path(f"{stem}2.smaps"))
+    print("probe: /proc/PID/smaps_rollup, KiB/Session:", file=sys.stderr)
+    for key in ("Rss", "Anonymous", "Private_Dirty", "Private_Clean", "Shared_Clean"):
+        if key in sa and key in sb:
+            print(f"  {key:14s} {(sb[key] - sa[key]) / sessions:+8.2f}", file=sys.stderr)
+
+
 def sse(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
     """``(event, data)`` of each Server-Sent Event."""
     event, data = "message", ""
@@ -198,8 +305,15 @@ def soak(args: argparse.Namespace) -> dict[str, object]:
                 "XAI_HOME": str(Path(tmp) / "home"),
             }
             root = str(Path(tmp) / "agents")
+            launch = [sys.executable, "-m", "xai"]
+            stem = str(Path(tmp) / "probe")
+            if args.tracemalloc:
+                launch = [sys.executable, "-c", PROBE]
+                env_gateway["XAI_SOAK_PROBE"] = stem
+                env_gateway["XAI_SOAK_FRAMES"] = str(args.frames)
+            points = (args.sessions // 3, args.sessions * 5 // 6)
             gateway = Child(
-                [sys.executable, "-m", "xai", "serve", "--root", root, "--port", "0"],
+                [*launch, "serve", "--root", root, "--port", "0"],
                 "listening at ",
                 env=env_gateway,
                 on_stderr=True,
@@ -213,6 +327,8 @@ def soak(args: argparse.Namespace) -> dict[str, object]:
                 samples.append((0, rss_kib(pid)))
                 for done in range(1, args.sessions + 1):
                     events += run_session(client, args.turns_per_session)
+                    if args.tracemalloc and done in points:
+                        probe(pid, stem, points.index(done) + 1)
                     if done % args.sample_every == 0 or done == args.sessions:
                         samples.append((done, rss_kib(pid)))
                         print(
@@ -222,6 +338,8 @@ def soak(args: argparse.Namespace) -> dict[str, object]:
                 facts = client.get(f"/agents/{AGENT}/facts").json()
             seconds = time.monotonic() - started
             fds = len(os.listdir(f"/proc/{pid}/fd"))
+            if args.tracemalloc:
+                report_probes(stem, *points, top=args.top)
         finally:
             if gateway is not None:
                 gateway.stop()
@@ -343,6 +461,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-memory-part", action="store_true", help="skip the memory-alone measurement"
     )
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="probe the gateway at 1/3 and 5/6 of the Sessions and print what grew "
+        "(tracemalloc by traceback, live objects by type, smaps); slows the gateway",
+    )
+    parser.add_argument(
+        "--frames", type=int, default=25, help="tracemalloc's frames (0: objects and smaps only)"
+    )
+    parser.add_argument("--top", type=int, default=15, help="growers to print")
     parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sessions < 3 or args.turns_per_session < 1 or args.sample_every < 1:
