@@ -1401,11 +1401,7 @@ def parent(args: argparse.Namespace, sizes: dict[str, int]) -> int:
     if adjudications:
         summary.update(candidates=sizes["candidates"], candidates_per_call=args.batch)
         for variant, figures in adjudications.items():
-            summary[f"{variant}_candidates_per_s"] = figures.candidates_per_s
-            summary[f"{variant}_cpu_ms_per_candidate"] = figures.cpu_ms_per_candidate
-            summary[f"{variant}_breakdown_ms_per_candidate"] = figures.breakdown_ms_per_candidate
-            summary[f"{variant}_operations"] = figures.operations
-            summary[f"{variant}_decisions"] = figures.decisions
+            summary.update(adjudication_summary(variant, figures))
         rules = adjudications["rules_sync"]
         summary["rules_sync_outcomes"] = rules.outcomes
         for variant, figures in adjudications.items():
@@ -1511,6 +1507,17 @@ def ratios(figures: AdjudicationFigures) -> dict[str, float]:
     }
 
 
+def adjudication_summary(variant: str, figures: AdjudicationFigures) -> dict[str, object]:
+    """A variant's adjudication figures under its keys of the JSON line."""
+    return {
+        f"{variant}_candidates_per_s": figures.candidates_per_s,
+        f"{variant}_cpu_ms_per_candidate": figures.cpu_ms_per_candidate,
+        f"{variant}_breakdown_ms_per_candidate": figures.breakdown_ms_per_candidate,
+        f"{variant}_operations": figures.operations,
+        f"{variant}_decisions": figures.decisions,
+    }
+
+
 def adjudication_only(
     args: argparse.Namespace,
     sizes: dict[str, int],
@@ -1526,11 +1533,7 @@ def adjudication_only(
         "store_facts": sizes["facts"],
     }
     for variant, figures in new.items():
-        summary[f"{variant}_candidates_per_s"] = figures.candidates_per_s
-        summary[f"{variant}_cpu_ms_per_candidate"] = figures.cpu_ms_per_candidate
-        summary[f"{variant}_breakdown_ms_per_candidate"] = figures.breakdown_ms_per_candidate
-        summary[f"{variant}_operations"] = figures.operations
-        summary[f"{variant}_decisions"] = figures.decisions
+        summary.update(adjudication_summary(variant, figures))
         for key, value in ratios(figures).items():
             summary[f"{variant}_{key}"] = value
         before = old.get(variant)
