@@ -18,6 +18,11 @@ record (the modes that die at a message). MODE says where the process dies, from
 - ``close``: submit ``first``, wait for the turn, close the Session, and die in the
   fsync after its ``closed`` record: the journal says closed, no ``session_closed`` was
   published.
+- ``unlogged``: open the Session through the host, its stream's log never taken up (the
+  worker thread that would read or make it never runs, as on a loaded machine), submit
+  ``first``, and die in the fsync of the turn's ``input`` record (the journal syncs every
+  record): the journal has the turn's start, nothing told it, and the log is all the
+  next life has to know that the Session was streamed from its first event.
 - ``requeue``: a later life on the same ``ROOT``: the Agent reopens the Session, the
   input accepted before the last kill runs again (turn 2), and the process dies in the
   fsync of that turn's assistant message.
@@ -32,15 +37,16 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import anyio
 
 from tests.campaign_child import log
-from xai.agent import AgentConfig, AgentHost, OpenSession
+from xai.agent import AgentConfig, AgentHost, OpenSession, _streams
 from xai.config import LLMConfig
 from xai.events import SessionEvent
 from xai.providers import OpenAIProvider
@@ -82,8 +88,14 @@ async def _read(host: AgentHost, root: Path, session_id: str) -> None:
             log(reads, line(event))
 
 
+def _never(path: Path, journal: int | None = None) -> NoReturn:
+    """The stream's log reading (``open_log``), stuck in its worker thread until the kill."""
+    threading.Event().wait()
+    raise AssertionError("unreachable")
+
+
 def main(root: Path, base_url: str, mode: str) -> None:
-    at_message = mode in ("message", "requeue")
+    at_message = mode in ("message", "requeue", "unlogged")
 
     async def run() -> None:
         config = LLMConfig(model="m", base_url=base_url, api_key="k", max_retries=0)
@@ -92,6 +104,9 @@ def main(root: Path, base_url: str, mode: str) -> None:
             _dies_at[:] = [b'"kind":"closed"']
         if at_message:
             _dies_at[:] = [b'"kind":"message"', b'"role":"assistant"']
+        if mode == "unlogged":
+            _dies_at[:] = [b'"kind":"input"']
+            _streams.open_log = _never  # type: ignore[attr-defined]
         os.fsync = _dying_fsync  # from here on (a reopen's requeued turn dies too)
         async with (
             OpenAIProvider(config) as provider,
@@ -119,6 +134,8 @@ def main(root: Path, base_url: str, mode: str) -> None:
             if mode == "close":
                 await host.send("ada", session_id, "first")
                 await host.close_session("ada", session_id)
+            elif mode == "unlogged":
+                await host.submit("ada", session_id, "first")
             elif mode != "requeue":
                 await host.submit("ada", session_id, "first")
                 await host.submit("ada", session_id, "second")  # accepted, waits

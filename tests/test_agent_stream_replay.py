@@ -280,3 +280,28 @@ async def test_a_kill_in_the_sync_of_the_close_still_tells_the_readers_it_closed
             backed = check_exactly_once(tmp_path, session_id, [line(e) for e in resumed])
             assert backed[-1][0] == "session_closed"
             assert [type(e.event).__name__ for e in resumed][-1:] == ["SessionClosed"]
+
+
+async def test_a_kill_before_the_stream_took_up_its_log_still_tells_the_turn_start(
+    tmp_path: Path, openai_server: OpenAIWireServer, provider: OpenAIProvider
+) -> None:
+    """The host opens a Session (its stream made, the log to be taken up in a worker
+    thread, which has not run yet: a loaded machine), the Session journals its first
+    turn's start, and the process dies before anything told it. The log was begun as the
+    stream was made, after where the Session had announced up to, so the next life tells
+    the turn's start from the journal, then the ``turn_done`` that ends it interrupted.
+    (Old code made the log only in that thread: the next life found none, made a new
+    stream at the reopened Session's journal end, and the turn's start was told to no
+    reader; a streamed kill campaign under load 30 saw it once, seed 13.)"""
+    for responder in (extraction_responder, judge_adds, echo):
+        openai_server.script.add_responder(responder)
+    await anyio.to_thread.run_sync(run_life, tmp_path, openai_server.base_url, "unlogged")
+    session_id = (tmp_path / "session").read_text()
+    log = tmp_path / "agents" / "ada" / "streams" / f"{session_id}.jsonl"
+    assert read_log(log, 0)[1] == []  # (nothing was told before the kill)
+
+    async with AgentHost(tmp_path / "agents", lambda _: provider) as host:
+        resumed = await read_until_turn_done(host, session_id, 0, 1)
+    backed = told([line(e) for e in resumed])[1]
+    assert [kind for kind, _ in backed] == ["turn_started", "turn_done"]
+    assert backed == journal_says(tmp_path, session_id, backed[-1][1])

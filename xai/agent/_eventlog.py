@@ -48,6 +48,7 @@ __all__ = [
     "STREAMS_DIR",
     "EventLog",
     "Found",
+    "begin_log",
     "boot_id",
     "clock_start",
     "complete_log",
@@ -340,6 +341,21 @@ def open_log(path: Path, journal: int | None = None) -> tuple[EventLog, Found, O
         journal=journal,
     )
     return EventLog(path, start, 0, journal), fresh, how
+
+
+def begin_log(path: Path, journal: int) -> bool:
+    """Make the log at ``path``, begun after ``journal`` (``Session.announced``), unless
+    there is one; True if made. Called as a stream is made for a running Session, before
+    the Session can write a record past ``journal``: from then on a kill leaves a log that
+    says where the stream began, so the next life tells what the journal has past it.
+    (Left to ``load``, in a worker thread, the log could still be missing when a kill
+    came after the Session's next record: the next life, finding no log, made a new
+    stream at its reopened Session's ``announced``, the journal's end, and that record
+    was told to no reader.) Blocking, but small: one short write, no fsync."""
+    if path.exists():
+        return False
+    open_log(path, journal)  # (``new``: its file is closed)
+    return True
 
 
 def complete_log(

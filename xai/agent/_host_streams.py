@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from xai.agent._agent import Agent
-from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, sweep_logs
+from xai.agent._eventlog import CLOSED_LOG_GRACE, STREAMS_DIR, begin_log, sweep_logs
 from xai.agent._give_back import GiveBack
 from xai.agent._streams import SessionStream
 from xai.events import AgentEvent, SessionOpened
@@ -127,10 +127,15 @@ class HostStreams:
         """The Session's stream, made (and attached) if needed."""
         stream = self._streams.get((agent_id, session.id))
         if stream is None:
+            log = self.log_path(agent_id, session.id)
+            try:  # (now, not in ``load``: see ``begin_log``)
+                begin_log(log, session.announced)
+            except OSError as exc:  # (``load`` meets it again: the stream is in memory)
+                _log.warning("host.log_not_begun", session_id=session.id, error=str(exc))
             stream = SessionStream(
                 session.id,
                 self.replay_events,
-                log=self.log_path(agent_id, session.id),
+                log=log,
                 on_closed=functools.partial(self._closed_one, agent_id),
             )
             self.keep(agent_id, stream)

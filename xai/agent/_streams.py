@@ -28,7 +28,8 @@ a stream that takes up a log again announces first, from the journal
 attaches to begins (``Session.announced``: a reopened Session announces only what it
 writes itself), each once, in journal order, with its position, under the next
 numbers. A stream made for a running Session begins at ``Session.announced``: exactly
-what the Session has announced so far, no guess. The stream of a closed Session read
+what the Session has announced so far, no guess; the host begins its log there as it
+makes it (``begin_log``), so a kill before ``load`` has run still leaves that mark. The stream of a closed Session read
 back from its log is completed from its journal the same way (``complete_log``).
 
 No task runs per stream. Recent events are also kept in memory while the
