@@ -252,14 +252,12 @@ class FactStore:
         lock). An index that cannot be reached is let go of (``repaired_if_unreachable``)
         and no error raised: the pass opens and repairs it again."""
         pending = self._pending
-        if pending is None or self._lock is None or not pending.due():
+        if pending is None or not pending.due():
             return
-        async with self._lock:
-            if not self._batching:
-                try:
-                    await self._write_index()
-                except MemoryUnavailableError:
-                    _log.warning("memory.index_unwritten", changes=len(pending))
+        try:
+            await self.settle()
+        except MemoryUnavailableError:
+            _log.warning("memory.index_unwritten", changes=len(pending))
 
     @property
     def waiting(self) -> int:

@@ -146,10 +146,10 @@ class OpenAIWireServer(ThreadedServer):
     ) -> None:
         self.script = Scripted(script)
         self.keep_requests = keep_requests
-        """False: ``requests`` stays empty (``violations`` are still kept). A server that answers for as long as a process
-        runs (``xai eval``'s offline model, ``xai demo``) would otherwise keep the body of
-        every request it was sent: each turn's request carries its whole conversation,
-        megabytes per question of an evaluation (issue 29)."""
+        """False: ``requests`` stays empty (``violations`` are still kept). A server that
+        answers for as long as a process runs (``xai eval``'s offline model, ``xai demo``)
+        would otherwise keep the body of every request it was sent: each turn's request
+        carries its whole conversation, megabytes per question of an evaluation (issue 29)."""
         self.validate_requests = validate_requests
         """False: take any chat request, however it breaks the Chat Completions rules."""
         self.violations: list[InvalidRequest] = []
