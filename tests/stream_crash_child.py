@@ -34,10 +34,12 @@ it recorded in ``ROOT/reads`` (one ``O_APPEND`` line per event: ``<seq> <type>
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
@@ -88,6 +90,16 @@ async def _read(host: AgentHost, root: Path, session_id: str) -> None:
             log(reads, line(event))
 
 
+def _logged_start(root: Path, session_id: str) -> None:
+    """Wait (bounded) until the stream's log holds the turn's start."""
+    log = root / "agents" / "ada" / "streams" / f"{session_id}.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if log.exists() and b"turn_started" in log.read_bytes():
+            return
+        time.sleep(0.05)
+
+
 def _never(path: Path, journal: int | None = None) -> NoReturn:
     """The stream's log reading (``open_log``), stuck in its worker thread until the kill."""
     threading.Event().wait()
@@ -130,6 +142,9 @@ def main(root: Path, base_url: str, mode: str) -> None:
                 info = await host.open_session("ada", OpenSession(purpose="chat"))
                 session_id = info.session_id
                 (root / "session").write_text(session_id)
+            if mode == "turn_end":  # the stream has logged the turn's start (on a loaded
+                # machine its log's worker thread may not have written it yet): then die
+                _before_dying.append(functools.partial(_logged_start, root, session_id))
             group.start_soon(_read, host, root, session_id)
             if mode == "close":
                 await host.send("ada", session_id, "first")
